@@ -1,0 +1,55 @@
+//! arena-report: scores and aggregates of benchmark results, as the AgentKernelArena paper
+//! defines them, and their tables.
+//!
+//! Input is the task result record ([`record::TaskResult`]); [`Report::build`] scores every
+//! task, aggregates per task type and summarizes generalization to unseen configurations.
+
+pub mod aggregate;
+pub mod error;
+pub mod generalization;
+pub mod record;
+pub mod score;
+pub mod table;
+
+use serde::Serialize;
+
+pub use aggregate::{aggregate_by_type, Aggregate, ALL};
+pub use error::ReportError;
+pub use generalization::{summarize_by_type, GeneralizationSummary, Quadrant, TaskGeneralization};
+pub use record::{
+    load_results, Evaluation, GateReport, GateStatus, PerfCase, ResultSet, TaskResult,
+    UnseenResult,
+};
+pub use score::{score, score_task, speedup, PerfFailure, TaskScore};
+
+/// Everything `arenactl score` prints: per-task scores, the aggregate table and, where the
+/// results carry unseen-configuration evaluations, the generalization table.
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    pub tasks: Vec<TaskScore>,
+    pub aggregates: Vec<Aggregate>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub generalization: Vec<GeneralizationSummary>,
+}
+
+impl Report {
+    pub fn build(results: &[TaskResult]) -> Result<Report, ReportError> {
+        let mut tasks: Vec<TaskScore> = results.iter().map(score_task).collect();
+        tasks.sort_by(|a, b| (&a.task_id, a.repeat).cmp(&(&b.task_id, b.repeat)));
+        let aggregates = aggregate_by_type(&tasks)?;
+        Ok(Report {
+            tasks,
+            aggregates,
+            generalization: summarize_by_type(results),
+        })
+    }
+
+    pub fn markdown(&self) -> String {
+        let mut out = table::aggregates_markdown(&self.aggregates);
+        if !self.generalization.is_empty() {
+            out.push_str("\nGeneralization to unseen configurations:\n\n");
+            out.push_str(&table::generalization_markdown(&self.generalization));
+        }
+        out
+    }
+}

@@ -1,0 +1,168 @@
+//! Per-task scoring, exactly as the AgentKernelArena paper defines it:
+//! speedup = mean over matched test cases of baseline_ms / candidate_ms, and
+//! Score = 20·[compiles] + 100·[correct] + 100·speedup·[correct].
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::record::{PerfCase, TaskResult};
+
+/// Why no speedup could be measured (the performance gate failed).
+#[derive(Debug, Clone, PartialEq, Serialize, thiserror::Error)]
+#[serde(tag = "reason", rename_all = "snake_case")]
+pub enum PerfFailure {
+    #[error("no performance cases")]
+    NoCases,
+    #[error("test case `{id}` appears twice in one report")]
+    DuplicateCase { id: String },
+    #[error("baseline case `{id}` failed (execution_time_ms = {ms})")]
+    BaselineCaseFailed { id: String, ms: f64 },
+    #[error("case `{id}` failed (execution_time_ms = {ms})")]
+    CaseFailed { id: String, ms: f64 },
+    #[error("case `{id}` of the baseline is missing from the candidate's report")]
+    MissingCase { id: String },
+}
+
+fn by_id(cases: &[PerfCase]) -> Result<BTreeMap<&str, f64>, PerfFailure> {
+    let mut m = BTreeMap::new();
+    for c in cases {
+        if m.insert(c.test_case_id.as_str(), c.execution_time_ms).is_some() {
+            return Err(PerfFailure::DuplicateCase {
+                id: c.test_case_id.clone(),
+            });
+        }
+    }
+    Ok(m)
+}
+
+/// Arithmetic mean over the baseline's cases of baseline_ms / candidate_ms, matched by
+/// `test_case_id`. Any failed (≤ 0 ms, or non-finite) or missing case fails the gate.
+pub fn speedup(baseline: &[PerfCase], candidate: &[PerfCase]) -> Result<f64, PerfFailure> {
+    let base = by_id(baseline)?;
+    let cand = by_id(candidate)?;
+    if base.is_empty() {
+        return Err(PerfFailure::NoCases);
+    }
+    let mut sum = 0.0;
+    for (id, &b) in &base {
+        if !(b > 0.0 && b.is_finite()) {
+            return Err(PerfFailure::BaselineCaseFailed {
+                id: id.to_string(),
+                ms: b,
+            });
+        }
+        let c = *cand.get(id).ok_or_else(|| PerfFailure::MissingCase {
+            id: id.to_string(),
+        })?;
+        if !(c > 0.0 && c.is_finite()) {
+            return Err(PerfFailure::CaseFailed {
+                id: id.to_string(),
+                ms: c,
+            });
+        }
+        sum += b / c;
+    }
+    Ok(sum / base.len() as f64)
+}
+
+/// The paper's score from the three gate outcomes.
+pub fn score(compiled: bool, correct: bool, speedup: f64) -> f64 {
+    let c = if correct { 1.0 } else { 0.0 };
+    20.0 * if compiled { 1.0 } else { 0.0 } + 100.0 * c + 100.0 * speedup * c
+}
+
+/// One task in one run, scored.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TaskScore {
+    pub task_id: String,
+    pub task_type: String,
+    pub repeat: u32,
+    pub compiled: bool,
+    pub correct: bool,
+    /// 0.0 when not correct or when the performance gate failed.
+    pub speedup: f64,
+    pub score: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub performance_failure: Option<PerfFailure>,
+}
+
+pub fn score_task(r: &TaskResult) -> TaskScore {
+    let compiled = r.candidate.compiled();
+    let correct = r.candidate.correct();
+    let (speedup, performance_failure) = if correct {
+        match speedup(&r.baseline.performance, &r.candidate.performance) {
+            Ok(s) => (s, None),
+            Err(f) => (0.0, Some(f)),
+        }
+    } else {
+        (0.0, None)
+    };
+    TaskScore {
+        task_id: r.task_id.clone(),
+        task_type: r.task_type.clone(),
+        repeat: r.repeat,
+        compiled,
+        correct,
+        speedup,
+        score: score(compiled, correct, speedup),
+        performance_failure,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cases(v: &[(&str, f64)]) -> Vec<PerfCase> {
+        v.iter().map(|(id, ms)| PerfCase::new(id, *ms)).collect()
+    }
+
+    #[test]
+    fn paper_points() {
+        assert_eq!(score(false, false, 0.0), 0.0);
+        assert_eq!(score(true, false, 0.0), 20.0);
+        assert_eq!(score(true, true, 1.0), 220.0);
+        assert_eq!(score(true, true, 3.0), 420.0);
+        // Speedup only counts when correct.
+        assert_eq!(score(true, false, 5.0), 20.0);
+    }
+
+    #[test]
+    fn speedup_is_mean_of_ratios_matched_by_id() {
+        let base = cases(&[("perf1", 2.0), ("perf2", 9.0)]);
+        // Candidate listed in another order: 2/1 = 2 and 9/3 = 3, mean 2.5.
+        let cand = cases(&[("perf2", 3.0), ("perf1", 1.0)]);
+        assert_eq!(speedup(&base, &cand).unwrap(), 2.5);
+        // Not the ratio of means (11/4 = 2.75).
+        assert_ne!(speedup(&base, &cand).unwrap(), 2.75);
+    }
+
+    #[test]
+    fn failed_or_missing_cases_fail_the_gate() {
+        let base = cases(&[("a", 1.0), ("b", 1.0)]);
+        assert_eq!(
+            speedup(&base, &cases(&[("a", 1.0), ("b", -1.0)])),
+            Err(PerfFailure::CaseFailed { id: "b".into(), ms: -1.0 })
+        );
+        assert_eq!(
+            speedup(&base, &cases(&[("a", 1.0), ("b", 0.0)])),
+            Err(PerfFailure::CaseFailed { id: "b".into(), ms: 0.0 })
+        );
+        assert_eq!(
+            speedup(&base, &cases(&[("a", 1.0)])),
+            Err(PerfFailure::MissingCase { id: "b".into() })
+        );
+        assert_eq!(
+            speedup(&cases(&[("a", -1.0)]), &cases(&[("a", 1.0)])),
+            Err(PerfFailure::BaselineCaseFailed { id: "a".into(), ms: -1.0 })
+        );
+        assert_eq!(speedup(&[], &[]), Err(PerfFailure::NoCases));
+        assert_eq!(
+            speedup(&cases(&[("a", 1.0), ("a", 2.0)]), &cases(&[("a", 1.0)])),
+            Err(PerfFailure::DuplicateCase { id: "a".into() })
+        );
+        // Extra candidate cases are ignored: the baseline defines the test set.
+        assert_eq!(speedup(&cases(&[("a", 4.0)]), &cases(&[("a", 2.0), ("z", 1.0)])), Ok(2.0));
+    }
+}

@@ -1,0 +1,127 @@
+//! Rendering aggregates as Markdown and CSV tables.
+
+use std::fmt::Write;
+
+use crate::aggregate::Aggregate;
+use crate::generalization::GeneralizationSummary;
+
+fn opt(v: Option<f64>, digits: usize) -> String {
+    v.map_or_else(|| "–".to_string(), |x| format!("{x:.digits$}"))
+}
+
+fn speedup_cell(a: &Aggregate) -> String {
+    match a.sigma_r {
+        Some(s) => format!("{:.3} ± {:.3}", a.mean_speedup, s),
+        None => format!("{:.3}", a.mean_speedup),
+    }
+}
+
+pub fn aggregates_markdown(rows: &[Aggregate]) -> String {
+    let mut out = String::new();
+    out.push_str("| task type | tasks | runs | compile % | correct % | mean speedup ± σ_r | mean score | geomean | fast₁ % | fast₂ % |\n");
+    out.push_str("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    for a in rows {
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {:.1} | {:.1} | {} | {:.1} | {} | {:.1} | {:.1} |",
+            a.task_type,
+            a.tasks,
+            a.runs,
+            a.compile_rate,
+            a.correct_rate,
+            speedup_cell(a),
+            a.mean_score,
+            opt(a.geomean_speedup, 3),
+            a.fast1,
+            a.fast2
+        );
+    }
+    out
+}
+
+pub fn aggregates_csv(rows: &[Aggregate]) -> String {
+    let mut out = String::from("task_type,tasks,runs,compile_rate,correct_rate,mean_speedup,sigma_r,mean_score,geomean_speedup,fast1,fast2\n");
+    let o = |v: Option<f64>| v.map(|x| x.to_string()).unwrap_or_default();
+    for a in rows {
+        let _ = writeln!(
+            out,
+            "{},{},{},{},{},{},{},{},{},{},{}",
+            a.task_type,
+            a.tasks,
+            a.runs,
+            a.compile_rate,
+            a.correct_rate,
+            a.mean_speedup,
+            o(a.sigma_r),
+            a.mean_score,
+            o(a.geomean_speedup),
+            a.fast1,
+            a.fast2
+        );
+    }
+    out
+}
+
+pub fn generalization_markdown(rows: &[GeneralizationSummary]) -> String {
+    let mut out = String::new();
+    out.push_str("| task type | tasks | both_pass | opt_regression | both_fail | opt_improvement | P(opt ✓ \\| orig ✓) | s̄ seen | s̄ unseen | Δg |\n");
+    out.push_str("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    for g in rows {
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            g.task_type,
+            g.tasks,
+            g.quadrants["both_pass"],
+            g.quadrants["opt_regression"],
+            g.quadrants["both_fail"],
+            g.quadrants["opt_improvement"],
+            opt(g.conditional_correctness, 3),
+            opt(g.mean_seen_speedup, 3),
+            opt(g.mean_unseen_speedup, 3),
+            opt(g.delta_g, 3),
+        );
+    }
+    let mut cats: Vec<(&String, &u32)> = rows
+        .last()
+        .map(|g| g.failures_by_category.iter().collect())
+        .unwrap_or_default();
+    if !cats.is_empty() {
+        cats.sort();
+        out.push_str("\n| unseen category | failures |\n|---|---:|\n");
+        for (c, n) in cats {
+            let _ = writeln!(out, "| {c} | {n} |");
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn markdown_row_shape() {
+        let a = Aggregate {
+            task_type: "python2python".into(),
+            tasks: 2,
+            runs: 3,
+            compile_rate: 100.0,
+            correct_rate: 50.0,
+            mean_speedup: 1.25,
+            sigma_r: Some(0.1),
+            mean_score: 182.5,
+            geomean_speedup: None,
+            fast1: 50.0,
+            fast2: 0.0,
+        };
+        let md = aggregates_markdown(&[a.clone()]);
+        let last = md.lines().last().unwrap();
+        assert_eq!(
+            last,
+            "| python2python | 2 | 3 | 100.0 | 50.0 | 1.250 ± 0.100 | 182.5 | – | 50.0 | 0.0 |"
+        );
+        let csv = aggregates_csv(&[a]);
+        assert_eq!(csv.lines().nth(1).unwrap(), "python2python,2,3,100,50,1.25,0.1,182.5,,50,0");
+    }
+}

@@ -1,0 +1,19 @@
+//! arena-task: the task model. Reads AgentKernelArena task directories (`config.yaml`, sources,
+//! harness), validates them with errors that name file and field, and computes the canonical
+//! content digest of a task tree.
+
+pub mod config;
+pub mod digest;
+pub mod discover;
+pub mod error;
+mod fields;
+pub mod paths;
+pub mod task;
+pub mod task_type;
+
+pub use config::{PromptConfig, TaskConfig};
+pub use digest::{task_digest, task_tree, EntryKind, TreeEntry};
+pub use discover::{discover, FoundTask};
+pub use error::{TaskError, TaskErrors};
+pub use task::{Task, CONFIG_FILE};
+pub use task_type::{TaskType, KNOWN_TASK_TYPES};

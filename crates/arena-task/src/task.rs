@@ -1,0 +1,108 @@
+//! A task directory read from disk: its id, config and the warnings found while reading it.
+
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use crate::config::TaskConfig;
+use crate::error::{TaskError, TaskErrors};
+use crate::paths::{check_relative, resolve_inside};
+
+pub const CONFIG_FILE: &str = "config.yaml";
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Task {
+    /// Path of the task directory relative to the tasks root, `/`-separated
+    /// (`triton2triton/arena/row_softmax`).
+    pub id: String,
+    pub dir: PathBuf,
+    pub config: TaskConfig,
+    /// Things worth a look that do not stop the task from running.
+    pub warnings: Vec<String>,
+}
+
+impl Task {
+    /// Reads and validates the task in `dir`. All problems are reported together.
+    pub fn load(dir: &Path, id: &str) -> Result<Task, TaskErrors> {
+        let file = dir.join(CONFIG_FILE);
+        let text = match std::fs::read_to_string(&file) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(TaskError::NotATask {
+                    dir: dir.to_path_buf(),
+                }
+                .into())
+            }
+            Err(e) => return Err(TaskError::io(&file, e).into()),
+        };
+        let config = TaskConfig::parse(&file, &text)?;
+        let mut errors = Vec::new();
+        let mut warnings = Vec::new();
+
+        for (i, rel) in config.source_file_path.iter().enumerate() {
+            let field = format!("source_file_path[{i}]");
+            let checked = if config.sources_external() {
+                // Cloned or in-image sources: only the lexical rules apply now.
+                check_relative(&file, &field, rel).map(|_| ())
+            } else {
+                resolve_inside(dir, &file, &field, rel).map(|_| ())
+            };
+            if let Err(e) = checked {
+                errors.push(e);
+            }
+        }
+        for (name, list) in [
+            ("target_file_path", &config.target_file_path),
+            ("editable_sources", &config.editable_sources),
+        ] {
+            for (i, rel) in list.iter().enumerate() {
+                if let Err(e) = check_relative(&file, &format!("{name}[{i}]"), rel) {
+                    errors.push(e);
+                }
+            }
+        }
+        if let Some(h) = &config.harness_path {
+            if let Err(e) = check_relative(&file, "harness_path", h) {
+                errors.push(e);
+            }
+        }
+        if !errors.is_empty() {
+            return Err(TaskErrors(errors));
+        }
+
+        let fname = file.display();
+        if !config.task_type.is_known() {
+            warnings.push(format!(
+                "{fname}: task_type: unknown task type `{}` (kept as is)",
+                config.task_type
+            ));
+        }
+        for key in config.unknown.keys() {
+            warnings.push(format!("{fname}: {key}: unknown field (kept as is)"));
+        }
+        for key in config.prompt.unknown.keys() {
+            warnings.push(format!("{fname}: prompt.{key}: unknown field (kept as is)"));
+        }
+        if config.target_kernel_functions.is_empty() {
+            warnings.push(format!(
+                "{fname}: target_kernel_functions: not set; the prompt will name no target kernels"
+            ));
+        }
+        if config.sources_external() {
+            warnings.push(format!(
+                "{fname}: source_file_path: sources come from {}; checked at workspace setup",
+                if config.repo_url.is_some() {
+                    "the repository clone"
+                } else {
+                    "inside the image"
+                }
+            ));
+        }
+        Ok(Task {
+            id: id.to_string(),
+            dir: dir.to_path_buf(),
+            config,
+            warnings,
+        })
+    }
+}

@@ -1,0 +1,44 @@
+//! Task types: the ones seen in the AgentKernelArena tree plus our own CPU type.
+
+use serde::{Deserialize, Serialize};
+
+/// Task types known to arena. An unknown type is kept verbatim (a warning, not an error),
+/// so a newer AgentKernelArena tree still loads.
+pub const KNOWN_TASK_TYPES: &[&str] = &[
+    "hip2hip",
+    "triton2triton",
+    "torch2hip",
+    "instruction2triton",
+    "triton2flydsl",
+    "torch2flydsl",
+    "flydsl2flydsl",
+    "image_kernel",
+    "repository",
+    // arena's own: pure-Python kernels timed on the CPU, so the pipeline runs without a GPU.
+    "python2python",
+];
+
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct TaskType(pub String);
+
+impl TaskType {
+    pub fn is_known(&self) -> bool {
+        KNOWN_TASK_TYPES.contains(&self.0.as_str())
+    }
+
+    /// Whether the harness of this type needs a GPU to run.
+    pub fn needs_gpu(&self) -> bool {
+        self.0 != "python2python"
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Display for TaskType {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}

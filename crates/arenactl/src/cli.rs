@@ -1,0 +1,76 @@
+//! Command-line definition. Exit codes: 0 success, 1 invalid input or a failed operation,
+//! 2 usage error (clap's own).
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+#[derive(Debug, Parser)]
+#[command(name = "arenactl", version, about = "Benchmark AI coding agents on GPU-kernel optimization")]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Read, validate and digest task directories.
+    #[command(subcommand)]
+    Task(TaskCommand),
+    /// Score task results and print the aggregate table per task type.
+    Score(ScoreArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct JsonFlag {
+    /// Print machine-readable JSON on stdout instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum TaskCommand {
+    /// List the tasks at or below each directory.
+    List {
+        #[arg(required = true, value_name = "DIR")]
+        dirs: Vec<PathBuf>,
+        #[command(flatten)]
+        out: JsonFlag,
+    },
+    /// Show one task: its id (relative to --root) or its directory.
+    Show {
+        #[arg(value_name = "ID")]
+        id: String,
+        /// Tasks root the id is relative to.
+        #[arg(long, default_value = "tasks", value_name = "DIR")]
+        root: PathBuf,
+        #[command(flatten)]
+        out: JsonFlag,
+    },
+    /// Validate every task at or below each directory (exit 1 if any is invalid).
+    Validate {
+        #[arg(required = true, value_name = "DIR")]
+        dirs: Vec<PathBuf>,
+        #[command(flatten)]
+        out: JsonFlag,
+    },
+    /// Print the content digest of every task at or below each directory.
+    Digest {
+        #[arg(required = true, value_name = "DIR")]
+        dirs: Vec<PathBuf>,
+        #[command(flatten)]
+        out: JsonFlag,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct ScoreArgs {
+    /// results.json files (a result set, a list of task results, or one task result).
+    #[arg(required = true, value_name = "RESULTS.json")]
+    pub files: Vec<PathBuf>,
+    /// Print the aggregate table as CSV.
+    #[arg(long, conflicts_with = "json")]
+    pub csv: bool,
+    #[command(flatten)]
+    pub out: JsonFlag,
+}

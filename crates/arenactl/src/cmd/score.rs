@@ -1,0 +1,22 @@
+//! `arenactl score RESULTS.json…`: the aggregate table of one or more result files.
+
+use arena_report::{load_results, Report};
+
+use super::{print_json, Outcome};
+use crate::cli::ScoreArgs;
+
+pub fn run(args: ScoreArgs) -> anyhow::Result<Outcome> {
+    let mut results = Vec::new();
+    for f in &args.files {
+        results.extend(load_results(f)?);
+    }
+    let report = Report::build(&results)?;
+    if args.out.json {
+        print_json(&report)?;
+    } else if args.csv {
+        print!("{}", arena_report::table::aggregates_csv(&report.aggregates));
+    } else {
+        print!("{}", report.markdown());
+    }
+    Ok(Outcome::Ok)
+}

@@ -1,0 +1,295 @@
+//! `arenactl task list|show|validate|digest`.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use arena_task::{discover, task_digest, FoundTask, Task, TaskErrors};
+use serde::Serialize;
+
+use super::{print_json, Outcome};
+use crate::cli::TaskCommand;
+
+pub fn run(cmd: TaskCommand) -> anyhow::Result<Outcome> {
+    match cmd {
+        TaskCommand::List { dirs, out } => list(&dirs, out.json),
+        TaskCommand::Show { id, root, out } => show(&id, &root, out.json),
+        TaskCommand::Validate { dirs, out } => validate(&dirs, out.json),
+        TaskCommand::Digest { dirs, out } => digest(&dirs, out.json),
+    }
+}
+
+/// The outcome of reading one directory argument: its tasks, or why none could be found.
+enum Found {
+    Tasks(Vec<FoundTask>),
+    Error(String),
+}
+
+fn find_all(dirs: &[PathBuf]) -> Vec<(PathBuf, Found)> {
+    dirs.iter()
+        .map(|d| {
+            let f = match discover(d) {
+                Ok(t) => Found::Tasks(t),
+                Err(e) => Found::Error(e.to_string()),
+            };
+            (d.clone(), f)
+        })
+        .collect()
+}
+
+#[derive(Serialize)]
+struct ListEntry {
+    id: String,
+    dir: PathBuf,
+    task_type: Option<String>,
+    source_files: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<String>,
+}
+
+fn list(dirs: &[PathBuf], json: bool) -> anyhow::Result<Outcome> {
+    let mut entries = Vec::new();
+    let mut outcome = Outcome::Ok;
+    for (dir, found) in find_all(dirs) {
+        match found {
+            Found::Error(e) => {
+                outcome = Outcome::Invalid;
+                entries.push(ListEntry {
+                    id: String::new(),
+                    dir,
+                    task_type: None,
+                    source_files: 0,
+                    error: Some(e),
+                });
+            }
+            Found::Tasks(tasks) => {
+                for t in tasks {
+                    let loaded = Task::load(&t.dir, &t.id);
+                    if loaded.is_err() {
+                        outcome = Outcome::Invalid;
+                    }
+                    entries.push(match loaded {
+                        Ok(task) => ListEntry {
+                            id: t.id,
+                            dir: t.dir,
+                            task_type: Some(task.config.task_type.0),
+                            source_files: task.config.source_file_path.len(),
+                            error: None,
+                        },
+                        Err(e) => ListEntry {
+                            id: t.id,
+                            dir: t.dir,
+                            task_type: None,
+                            source_files: 0,
+                            error: Some(e.0.len().to_string() + " error(s); run `arenactl task validate`"),
+                        },
+                    });
+                }
+            }
+        }
+    }
+    if json {
+        print_json(&entries)?;
+    } else {
+        let w = entries.iter().map(|e| e.id.len()).max().unwrap_or(0).max(2);
+        println!("{:<w$}  {:<16}  SOURCES", "ID", "TYPE");
+        for e in &entries {
+            match &e.error {
+                None => println!(
+                    "{:<w$}  {:<16}  {}",
+                    e.id,
+                    e.task_type.as_deref().unwrap_or(""),
+                    e.source_files
+                ),
+                Some(err) if e.id.is_empty() => eprintln!("error: {err}"),
+                Some(err) => println!("{:<w$}  {:<16}  invalid: {err}", e.id, "?"),
+            }
+        }
+    }
+    Ok(outcome)
+}
+
+/// Finds a task by directory path, or by id under the tasks root.
+fn locate(id: &str, root: &Path) -> anyhow::Result<FoundTask> {
+    let as_path = Path::new(id);
+    if as_path.join(arena_task::CONFIG_FILE).is_file() {
+        let found = discover(as_path)?;
+        return Ok(found.into_iter().next().expect("a task dir yields one task"));
+    }
+    let tasks = discover(root).with_context(|| {
+        format!("looking for task `{id}` (pass its directory, or --root for the tasks root)")
+    })?;
+    tasks
+        .into_iter()
+        .find(|t| t.id == id.trim_end_matches('/'))
+        .ok_or_else(|| {
+            arena_task::TaskError::UnknownTask {
+                id: id.to_string(),
+                root: root.to_path_buf(),
+            }
+            .into()
+        })
+}
+
+#[derive(Serialize)]
+struct ShowOutput<'a> {
+    #[serde(flatten)]
+    task: &'a Task,
+    digest: String,
+}
+
+fn show(id: &str, root: &Path, json: bool) -> anyhow::Result<Outcome> {
+    let found = locate(id, root)?;
+    let task = Task::load(&found.dir, &found.id).map_err(errors_to_anyhow)?;
+    let digest = task_digest(&task.dir)?;
+    if json {
+        print_json(&ShowOutput {
+            task: &task,
+            digest,
+        })?;
+        return Ok(Outcome::Ok);
+    }
+    let c = &task.config;
+    println!("id:                 {}", task.id);
+    println!("directory:          {}", task.dir.display());
+    println!("task type:          {}", c.task_type);
+    println!("digest:             {digest}");
+    println!("source files:       {}", c.source_file_path.join(", "));
+    println!("target kernels:     {}", c.target_kernel_functions.join(", "));
+    println!("compile:            {}", c.compile_command.join(" && "));
+    println!("correctness:        {}", c.correctness_command.join(" && "));
+    println!("performance:        {}", c.performance_command.join(" && "));
+    for (name, t) in [
+        ("compile timeout", c.compile_timeout),
+        ("correctness timeout", c.correctness_timeout),
+        ("performance timeout", c.performance_timeout),
+    ] {
+        if let Some(t) = t {
+            println!("{:<20}{t} s", format!("{name}:"));
+        }
+    }
+    if let Some(i) = &c.prompt.instructions {
+        println!("instructions:       {}", i.lines().next().unwrap_or(""));
+    }
+    for w in &task.warnings {
+        eprintln!("warning: {w}");
+    }
+    Ok(Outcome::Ok)
+}
+
+fn errors_to_anyhow(e: TaskErrors) -> anyhow::Error {
+    anyhow::anyhow!("{e}")
+}
+
+#[derive(Serialize)]
+struct ValidateEntry {
+    id: Option<String>,
+    dir: PathBuf,
+    valid: bool,
+    task_type: Option<String>,
+    errors: Vec<String>,
+    warnings: Vec<String>,
+}
+
+#[derive(Serialize)]
+struct ValidateOutput {
+    valid: usize,
+    invalid: usize,
+    tasks: Vec<ValidateEntry>,
+}
+
+fn validate(dirs: &[PathBuf], json: bool) -> anyhow::Result<Outcome> {
+    let mut entries = Vec::new();
+    for (dir, found) in find_all(dirs) {
+        match found {
+            Found::Error(e) => entries.push(ValidateEntry {
+                id: None,
+                dir,
+                valid: false,
+                task_type: None,
+                errors: vec![e],
+                warnings: Vec::new(),
+            }),
+            Found::Tasks(tasks) => {
+                for t in tasks {
+                    entries.push(match Task::load(&t.dir, &t.id) {
+                        Ok(task) => ValidateEntry {
+                            id: Some(t.id),
+                            dir: t.dir,
+                            valid: true,
+                            task_type: Some(task.config.task_type.0),
+                            errors: Vec::new(),
+                            warnings: task.warnings,
+                        },
+                        Err(errs) => ValidateEntry {
+                            id: Some(t.id),
+                            dir: t.dir,
+                            valid: false,
+                            task_type: None,
+                            errors: errs.0.iter().map(|e| e.to_string()).collect(),
+                            warnings: Vec::new(),
+                        },
+                    });
+                }
+            }
+        }
+    }
+    let invalid = entries.iter().filter(|e| !e.valid).count();
+    let out = ValidateOutput {
+        valid: entries.len() - invalid,
+        invalid,
+        tasks: entries,
+    };
+    if json {
+        print_json(&out)?;
+    } else {
+        for e in &out.tasks {
+            let name = e.id.clone().unwrap_or_else(|| e.dir.display().to_string());
+            if e.valid {
+                println!("ok       {name}");
+            } else {
+                println!("INVALID  {name}");
+            }
+            for err in &e.errors {
+                eprintln!("error: {err}");
+            }
+            for w in &e.warnings {
+                eprintln!("warning: {w}");
+            }
+        }
+        println!("{} valid, {} invalid", out.valid, out.invalid);
+    }
+    Ok(if invalid == 0 {
+        Outcome::Ok
+    } else {
+        Outcome::Invalid
+    })
+}
+
+#[derive(Serialize)]
+struct DigestEntry {
+    id: String,
+    dir: PathBuf,
+    digest: String,
+}
+
+fn digest(dirs: &[PathBuf], json: bool) -> anyhow::Result<Outcome> {
+    let mut entries = Vec::new();
+    for dir in dirs {
+        for t in discover(dir)? {
+            let digest = task_digest(&t.dir)?;
+            entries.push(DigestEntry {
+                id: t.id,
+                dir: t.dir,
+                digest,
+            });
+        }
+    }
+    if json {
+        print_json(&entries)?;
+    } else {
+        for e in &entries {
+            println!("{}  {}", e.digest, e.id);
+        }
+    }
+    Ok(Outcome::Ok)
+}
