@@ -33,7 +33,9 @@ pub struct Aggregate {
 }
 
 fn mean(xs: impl IntoIterator<Item = f64>) -> f64 {
-    let (s, n) = xs.into_iter().fold((0.0, 0usize), |(s, n), x| (s + x, n + 1));
+    let (s, n) = xs
+        .into_iter()
+        .fold((0.0, 0usize), |(s, n), x| (s + x, n + 1));
     if n == 0 {
         0.0
     } else {
@@ -202,13 +204,20 @@ mod tests {
         ];
         let r = &aggregate_by_type(&scores).unwrap()[0];
         assert_eq!(r.runs, 3);
-        assert!(close(r.sigma_r.unwrap(), 0.347_222_222_222_222_2_f64.sqrt()), "{:?}", r.sigma_r);
+        assert!(
+            close(r.sigma_r.unwrap(), 0.347_222_222_222_222_2_f64.sqrt()),
+            "{:?}",
+            r.sigma_r
+        );
         // Runs averaged per task first: x = 1, y = 6.5/3 = 2.1667; mean = 1.58333.
         assert!(close(r.mean_speedup, (1.0 + 6.5 / 3.0) / 2.0));
         // x correct 2 of 3 runs, y 3 of 3 → (2/3 + 1)/2.
         assert!(close(r.correct_rate, 100.0 * (2.0 / 3.0 + 1.0) / 2.0));
         // Geomean over correct runs' speedups per task: x = 1.5, y = 6.5/3.
-        assert!(close(r.geomean_speedup.unwrap(), (1.5 * 6.5 / 3.0_f64).sqrt()));
+        assert!(close(
+            r.geomean_speedup.unwrap(),
+            (1.5 * 6.5 / 3.0_f64).sqrt()
+        ));
         // fast₁ uses the averaged speedup (failures 0): x 1.0 ≥ 1, y ≥ 1; fast₂: only y.
         assert!(close(r.fast1, 100.0));
         assert!(close(r.fast2, 50.0));
@@ -231,7 +240,10 @@ mod tests {
 
     #[test]
     fn duplicates_are_refused() {
-        let scores = vec![s("a", "t", 0, true, true, 1.0), s("a", "t", 0, true, true, 1.0)];
+        let scores = vec![
+            s("a", "t", 0, true, true, 1.0),
+            s("a", "t", 0, true, true, 1.0),
+        ];
         let e = aggregate_by_type(&scores).unwrap_err().to_string();
         assert_eq!(e, "task `a` run 0 appears more than once in the results");
     }

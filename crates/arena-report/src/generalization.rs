@@ -78,7 +78,8 @@ pub fn task_generalization(r: &TaskResult) -> Option<TaskGeneralization> {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct GeneralizationSummary {
     pub task_type: String,
-    pub tasks: usize,
+    /// (task, run) pairs with unseen results.
+    pub task_runs: usize,
     pub quadrants: BTreeMap<&'static str, usize>,
     /// P(opt correct | orig correct) = both_pass / (both_pass + opt_regression), in 0–1.
     pub conditional_correctness: Option<f64>,
@@ -124,7 +125,7 @@ pub fn summarize(label: &str, items: &[&TaskGeneralization]) -> GeneralizationSu
     };
     GeneralizationSummary {
         task_type: label.to_string(),
-        tasks: items.len(),
+        task_runs: items.len(),
         quadrants,
         conditional_correctness: (denom > 0).then(|| both as f64 / denom as f64),
         mean_seen_speedup: seen,
@@ -159,7 +160,11 @@ mod tests {
         Evaluation {
             compile: GateReport::new(GateStatus::Ok, None),
             correctness: GateReport::new(
-                if correct { GateStatus::Ok } else { GateStatus::Fail },
+                if correct {
+                    GateStatus::Ok
+                } else {
+                    GateStatus::Fail
+                },
                 None,
             ),
             performance: ms.iter().map(|(i, m)| PerfCase::new(i, *m)).collect(),

@@ -17,8 +17,7 @@ pub use aggregate::{aggregate_by_type, Aggregate, ALL};
 pub use error::ReportError;
 pub use generalization::{summarize_by_type, GeneralizationSummary, Quadrant, TaskGeneralization};
 pub use record::{
-    load_results, Evaluation, GateReport, GateStatus, PerfCase, ResultSet, TaskResult,
-    UnseenResult,
+    load_results, Evaluation, GateReport, GateStatus, PerfCase, ResultSet, TaskResult, UnseenResult,
 };
 pub use score::{score, score_task, speedup, PerfFailure, TaskScore};
 

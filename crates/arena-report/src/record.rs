@@ -137,11 +137,10 @@ pub fn load_results(path: &Path) -> Result<Vec<TaskResult>, ReportError> {
         path: path.to_path_buf(),
         source: e,
     })?;
-    let value: serde_json::Value =
-        serde_json::from_str(&text).map_err(|e| ReportError::Json {
-            path: path.to_path_buf(),
-            message: e.to_string(),
-        })?;
+    let value: serde_json::Value = serde_json::from_str(&text).map_err(|e| ReportError::Json {
+        path: path.to_path_buf(),
+        message: e.to_string(),
+    })?;
     let parse = |v: serde_json::Value, at: &str| -> Result<TaskResult, ReportError> {
         serde_json::from_value(v).map_err(|e| ReportError::Json {
             path: path.to_path_buf(),
@@ -155,11 +154,10 @@ pub fn load_results(path: &Path) -> Result<Vec<TaskResult>, ReportError> {
             .map(|(i, v)| parse(v, &format!("[{i}]")))
             .collect(),
         serde_json::Value::Object(ref m) if m.contains_key("tasks") => {
-            let set: ResultSet =
-                serde_json::from_value(value).map_err(|e| ReportError::Json {
-                    path: path.to_path_buf(),
-                    message: format!("tasks: {e}"),
-                })?;
+            let set: ResultSet = serde_json::from_value(value).map_err(|e| ReportError::Json {
+                path: path.to_path_buf(),
+                message: format!("tasks: {e}"),
+            })?;
             Ok(set.tasks)
         }
         v @ serde_json::Value::Object(_) => Ok(vec![parse(v, "task result")?]),

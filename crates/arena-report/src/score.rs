@@ -27,7 +27,9 @@ pub enum PerfFailure {
 fn by_id(cases: &[PerfCase]) -> Result<BTreeMap<&str, f64>, PerfFailure> {
     let mut m = BTreeMap::new();
     for c in cases {
-        if m.insert(c.test_case_id.as_str(), c.execution_time_ms).is_some() {
+        if m.insert(c.test_case_id.as_str(), c.execution_time_ms)
+            .is_some()
+        {
             return Err(PerfFailure::DuplicateCase {
                 id: c.test_case_id.clone(),
             });
@@ -52,9 +54,9 @@ pub fn speedup(baseline: &[PerfCase], candidate: &[PerfCase]) -> Result<f64, Per
                 ms: b,
             });
         }
-        let c = *cand.get(id).ok_or_else(|| PerfFailure::MissingCase {
-            id: id.to_string(),
-        })?;
+        let c = *cand
+            .get(id)
+            .ok_or_else(|| PerfFailure::MissingCase { id: id.to_string() })?;
         if !(c > 0.0 && c.is_finite()) {
             return Err(PerfFailure::CaseFailed {
                 id: id.to_string(),
@@ -143,11 +145,17 @@ mod tests {
         let base = cases(&[("a", 1.0), ("b", 1.0)]);
         assert_eq!(
             speedup(&base, &cases(&[("a", 1.0), ("b", -1.0)])),
-            Err(PerfFailure::CaseFailed { id: "b".into(), ms: -1.0 })
+            Err(PerfFailure::CaseFailed {
+                id: "b".into(),
+                ms: -1.0
+            })
         );
         assert_eq!(
             speedup(&base, &cases(&[("a", 1.0), ("b", 0.0)])),
-            Err(PerfFailure::CaseFailed { id: "b".into(), ms: 0.0 })
+            Err(PerfFailure::CaseFailed {
+                id: "b".into(),
+                ms: 0.0
+            })
         );
         assert_eq!(
             speedup(&base, &cases(&[("a", 1.0)])),
@@ -155,7 +163,10 @@ mod tests {
         );
         assert_eq!(
             speedup(&cases(&[("a", -1.0)]), &cases(&[("a", 1.0)])),
-            Err(PerfFailure::BaselineCaseFailed { id: "a".into(), ms: -1.0 })
+            Err(PerfFailure::BaselineCaseFailed {
+                id: "a".into(),
+                ms: -1.0
+            })
         );
         assert_eq!(speedup(&[], &[]), Err(PerfFailure::NoCases));
         assert_eq!(
@@ -163,6 +174,9 @@ mod tests {
             Err(PerfFailure::DuplicateCase { id: "a".into() })
         );
         // Extra candidate cases are ignored: the baseline defines the test set.
-        assert_eq!(speedup(&cases(&[("a", 4.0)]), &cases(&[("a", 2.0), ("z", 1.0)])), Ok(2.0));
+        assert_eq!(
+            speedup(&cases(&[("a", 4.0)]), &cases(&[("a", 2.0), ("z", 1.0)])),
+            Ok(2.0)
+        );
     }
 }

@@ -64,14 +64,14 @@ pub fn aggregates_csv(rows: &[Aggregate]) -> String {
 
 pub fn generalization_markdown(rows: &[GeneralizationSummary]) -> String {
     let mut out = String::new();
-    out.push_str("| task type | tasks | both_pass | opt_regression | both_fail | opt_improvement | P(opt ✓ \\| orig ✓) | s̄ seen | s̄ unseen | Δg |\n");
+    out.push_str("| task type | task runs | both_pass | opt_regression | both_fail | opt_improvement | P(opt ✓ \\| orig ✓) | s̄ seen | s̄ unseen | Δg |\n");
     out.push_str("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     for g in rows {
         let _ = writeln!(
             out,
             "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             g.task_type,
-            g.tasks,
+            g.task_runs,
             g.quadrants["both_pass"],
             g.quadrants["opt_regression"],
             g.quadrants["both_fail"],
@@ -115,13 +115,16 @@ mod tests {
             fast1: 50.0,
             fast2: 0.0,
         };
-        let md = aggregates_markdown(&[a.clone()]);
+        let md = aggregates_markdown(std::slice::from_ref(&a));
         let last = md.lines().last().unwrap();
         assert_eq!(
             last,
             "| python2python | 2 | 3 | 100.0 | 50.0 | 1.250 ± 0.100 | 182.5 | – | 50.0 | 0.0 |"
         );
         let csv = aggregates_csv(&[a]);
-        assert_eq!(csv.lines().nth(1).unwrap(), "python2python,2,3,100,50,1.25,0.1,182.5,,50,0");
+        assert_eq!(
+            csv.lines().nth(1).unwrap(),
+            "python2python,2,3,100,50,1.25,0.1,182.5,,50,0"
+        );
     }
 }

@@ -203,7 +203,10 @@ source_file_path:
     fn reads_minimal_config() {
         let c = parse(MINIMAL).unwrap();
         assert_eq!(c.task_type.as_str(), "triton2triton");
-        assert_eq!(c.compile_command, ["python3 scripts/task_runner.py compile"]);
+        assert_eq!(
+            c.compile_command,
+            ["python3 scripts/task_runner.py compile"]
+        );
         assert_eq!(c.source_file_path, ["source/kernel.py"]);
         assert!(c.unknown.is_empty());
         assert_eq!(c.prompt, PromptConfig::default());
@@ -243,9 +246,15 @@ performance_timeout: 600
         assert_eq!(c.prompt.instructions.as_deref(), Some("make it fast"));
         assert_eq!(c.prompt.cheatsheet.as_deref(), Some("use tl.max"));
         assert_eq!(c.target_file_path, ["source/kernel.py"]);
-        assert_eq!(c.repo_url.as_deref(), Some("https://example.invalid/repo.git"));
+        assert_eq!(
+            c.repo_url.as_deref(),
+            Some("https://example.invalid/repo.git")
+        );
         assert_eq!(c.supported_archs, ["gfx942", "gfx950"]);
-        assert_eq!(c.platform_support.as_ref().unwrap()["amd"], serde_json::json!(true));
+        assert_eq!(
+            c.platform_support.as_ref().unwrap()["amd"],
+            serde_json::json!(true)
+        );
         assert_eq!(c.image_repo_exclude, ["tests"]);
         assert_eq!(c.correctness_timeout, Some(300.5));
         assert!(c.sources_external());
@@ -254,7 +263,10 @@ performance_timeout: 600
 
     #[test]
     fn keeps_unknown_fields() {
-        let c = parse(&format!("{MINIMAL}new_field: [1, 2]\nprompt: {{tone: terse}}\n")).unwrap();
+        let c = parse(&format!(
+            "{MINIMAL}new_field: [1, 2]\nprompt: {{tone: terse}}\n"
+        ))
+        .unwrap();
         assert_eq!(c.unknown["new_field"], serde_json::json!([1, 2]));
         assert_eq!(c.prompt.unknown["tone"], serde_json::json!("terse"));
     }
@@ -314,9 +326,18 @@ performance_timeout: 600
         let text = "task_type: 7\ncompile_command: x\ncorrectness_command: [a]\n";
         let errs = parse(text).unwrap_err();
         let s = errs.to_string();
-        assert!(s.contains("task_type: expected a string, found a number"), "{s}");
-        assert!(s.contains("performance_command: required field is missing"), "{s}");
-        assert!(s.contains("source_file_path: required field is missing"), "{s}");
+        assert!(
+            s.contains("task_type: expected a string, found a number"),
+            "{s}"
+        );
+        assert!(
+            s.contains("performance_command: required field is missing"),
+            "{s}"
+        );
+        assert!(
+            s.contains("source_file_path: required field is missing"),
+            "{s}"
+        );
         assert_eq!(errs.0.len(), 4, "{s}");
     }
 
@@ -324,21 +345,32 @@ performance_timeout: 600
     fn yaml_syntax_error_names_file() {
         let errs = parse("task_type: [unclosed\n").unwrap_err();
         let s = errs.to_string();
-        assert!(s.starts_with("tasks/x/y/config.yaml: YAML syntax error:"), "{s}");
+        assert!(
+            s.starts_with("tasks/x/y/config.yaml: YAML syntax error:"),
+            "{s}"
+        );
         assert!(s.contains("line"), "{s}");
     }
 
     #[test]
     fn non_map_and_empty_documents() {
-        assert!(one_error("- a\n- b\n").contains("<document>: expected a map of fields, found a list"));
+        assert!(
+            one_error("- a\n- b\n").contains("<document>: expected a map of fields, found a list")
+        );
         assert!(one_error("").contains("<document>: file is empty"));
     }
 
     #[test]
     fn bad_timeout() {
         let s = one_error(&format!("{MINIMAL}compile_timeout: -5\n"));
-        assert!(s.contains("compile_timeout: expected a positive number of seconds, found -5"), "{s}");
+        assert!(
+            s.contains("compile_timeout: expected a positive number of seconds, found -5"),
+            "{s}"
+        );
         let s = one_error(&format!("{MINIMAL}compile_timeout: soon\n"));
-        assert!(s.contains("compile_timeout: expected a number of seconds, found a string"), "{s}");
+        assert!(
+            s.contains("compile_timeout: expected a number of seconds, found a string"),
+            "{s}"
+        );
     }
 }

@@ -135,10 +135,13 @@ pub fn task_digest(dir: &Path) -> Result<String, TaskError> {
                 h.update(if *executable { b"x" } else { b"f" });
                 put_bytes(&mut h, e.rel.as_bytes());
                 h.update(size.to_le_bytes());
-                let mut f = std::fs::File::open(&e.path).map_err(|err| TaskError::io(&e.path, err))?;
+                let mut f =
+                    std::fs::File::open(&e.path).map_err(|err| TaskError::io(&e.path, err))?;
                 let mut seen = 0u64;
                 loop {
-                    let n = f.read(&mut buf).map_err(|err| TaskError::io(&e.path, err))?;
+                    let n = f
+                        .read(&mut buf)
+                        .map_err(|err| TaskError::io(&e.path, err))?;
                     if n == 0 {
                         break;
                     }
@@ -183,16 +186,26 @@ mod tests {
         fs::create_dir_all(b.path().join("source")).unwrap();
         fs::write(b.path().join("source/k.py"), "def k(): pass\n").unwrap();
         fs::write(b.path().join("config.yaml"), "task_type: x\n").unwrap();
-        fs::set_permissions(b.path().join("source/k.py"), fs::Permissions::from_mode(0o600)).unwrap();
+        fs::set_permissions(
+            b.path().join("source/k.py"),
+            fs::Permissions::from_mode(0o600),
+        )
+        .unwrap();
         fs::set_permissions(b.path().join("source"), fs::Permissions::from_mode(0o700)).unwrap();
-        let f = fs::File::options().write(true).open(b.path().join("config.yaml")).unwrap();
+        let f = fs::File::options()
+            .write(true)
+            .open(b.path().join("config.yaml"))
+            .unwrap();
         f.set_modified(std::time::SystemTime::UNIX_EPOCH).unwrap();
         // Outputs and caches are not inputs.
         fs::create_dir_all(b.path().join("build")).unwrap();
         fs::write(b.path().join("build/compile_report.json"), "{}").unwrap();
         fs::create_dir_all(b.path().join("source/__pycache__")).unwrap();
         fs::write(b.path().join("source/__pycache__/k.cpython-311.pyc"), "x").unwrap();
-        assert_eq!(task_digest(a.path()).unwrap(), task_digest(b.path()).unwrap());
+        assert_eq!(
+            task_digest(a.path()).unwrap(),
+            task_digest(b.path()).unwrap()
+        );
     }
 
     #[test]
@@ -208,9 +221,17 @@ mod tests {
         fs::write(a.path().join("source/k.py"), "def k(): pass\n").unwrap();
         assert_eq!(base, task_digest(a.path()).unwrap());
 
-        fs::set_permissions(a.path().join("scripts/run.py"), fs::Permissions::from_mode(0o755)).unwrap();
+        fs::set_permissions(
+            a.path().join("scripts/run.py"),
+            fs::Permissions::from_mode(0o755),
+        )
+        .unwrap();
         assert_ne!(base, task_digest(a.path()).unwrap());
-        fs::set_permissions(a.path().join("scripts/run.py"), fs::Permissions::from_mode(0o644)).unwrap();
+        fs::set_permissions(
+            a.path().join("scripts/run.py"),
+            fs::Permissions::from_mode(0o644),
+        )
+        .unwrap();
 
         fs::remove_file(a.path().join("scripts/k.py")).unwrap();
         std::os::unix::fs::symlink("../source/other.py", a.path().join("scripts/k.py")).unwrap();
@@ -232,10 +253,21 @@ mod tests {
     fn tree_is_sorted_and_typed() {
         let a = tempfile::tempdir().unwrap();
         make_tree(a.path());
-        let rels: Vec<_> = task_tree(a.path()).unwrap().into_iter().map(|e| e.rel).collect();
+        let rels: Vec<_> = task_tree(a.path())
+            .unwrap()
+            .into_iter()
+            .map(|e| e.rel)
+            .collect();
         assert_eq!(
             rels,
-            ["config.yaml", "scripts", "scripts/k.py", "scripts/run.py", "source", "source/k.py"]
+            [
+                "config.yaml",
+                "scripts",
+                "scripts/k.py",
+                "scripts/run.py",
+                "source",
+                "source/k.py"
+            ]
         );
     }
 }

@@ -87,11 +87,21 @@ mod tests {
     #[test]
     fn finds_nested_tasks_sorted() {
         let t = tempfile::tempdir().unwrap();
-        for d in ["b/src/t2", "a/src/t1", "a/src/t1/nested", "a/build/t3", ".git/t4"] {
+        for d in [
+            "b/src/t2",
+            "a/src/t1",
+            "a/src/t1/nested",
+            "a/build/t3",
+            ".git/t4",
+        ] {
             std::fs::create_dir_all(t.path().join(d)).unwrap();
             std::fs::write(t.path().join(d).join(CONFIG_FILE), "").unwrap();
         }
-        let ids: Vec<_> = discover(t.path()).unwrap().into_iter().map(|f| f.id).collect();
+        let ids: Vec<_> = discover(t.path())
+            .unwrap()
+            .into_iter()
+            .map(|f| f.id)
+            .collect();
         // A task's own subdirectories are not searched, nor build/ or hidden directories.
         assert_eq!(ids, ["a/src/t1", "b/src/t2"]);
     }
@@ -111,7 +121,10 @@ mod tests {
     fn empty_directory_is_an_error() {
         let t = tempfile::tempdir().unwrap();
         let e = discover(t.path()).unwrap_err().to_string();
-        assert!(e.contains("no config.yaml here or in any directory below"), "{e}");
+        assert!(
+            e.contains("no config.yaml here or in any directory below"),
+            "{e}"
+        );
         let e = discover(&t.path().join("missing")).unwrap_err().to_string();
         assert!(e.contains("No such file"), "{e}");
     }

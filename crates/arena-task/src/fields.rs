@@ -87,7 +87,10 @@ impl FieldReader {
         match self.take(field)? {
             Value::String(s) => Some(s),
             other => {
-                self.fail(field, format!("expected a string, found {}", kind_of(&other)));
+                self.fail(
+                    field,
+                    format!("expected a string, found {}", kind_of(&other)),
+                );
                 None
             }
         }
@@ -100,7 +103,12 @@ impl FieldReader {
             return Vec::new();
         }
         let list = self.string_list(field);
-        if list.is_empty() && !self.errors.iter().any(|e| names_field(e, &self.name(field))) {
+        if list.is_empty()
+            && !self
+                .errors
+                .iter()
+                .any(|e| names_field(e, &self.name(field)))
+        {
             self.fail(field, "expected at least one entry, found an empty list");
         }
         list
@@ -144,7 +152,10 @@ impl FieldReader {
         match v.as_f64() {
             Some(x) if x > 0.0 && x.is_finite() => Some(x),
             Some(x) => {
-                self.fail(field, format!("expected a positive number of seconds, found {x}"));
+                self.fail(
+                    field,
+                    format!("expected a positive number of seconds, found {x}"),
+                );
                 None
             }
             None => {

@@ -82,9 +82,15 @@ mod tests {
         assert!(check_relative(f, "s", "a/b.py").is_ok());
         assert!(check_relative(f, "s", "./a/b.py").is_ok());
         let e = check_relative(f, "s", "../x.py").unwrap_err().to_string();
-        assert_eq!(e, "c.yaml: s: `../x.py` contains `..`; paths must stay inside the task directory");
+        assert_eq!(
+            e,
+            "c.yaml: s: `../x.py` contains `..`; paths must stay inside the task directory"
+        );
         assert!(check_relative(f, "s", "a/../../x").is_err());
-        assert!(check_relative(f, "s", "/etc/passwd").unwrap_err().to_string().contains("absolute"));
+        assert!(check_relative(f, "s", "/etc/passwd")
+            .unwrap_err()
+            .to_string()
+            .contains("absolute"));
         assert!(check_relative(f, "s", "").is_err());
     }
 

@@ -6,7 +6,11 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand};
 
 #[derive(Debug, Parser)]
-#[command(name = "arenactl", version, about = "Benchmark AI coding agents on GPU-kernel optimization")]
+#[command(
+    name = "arenactl",
+    version,
+    about = "Benchmark AI coding agents on GPU-kernel optimization"
+)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,

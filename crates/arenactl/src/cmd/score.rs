@@ -14,7 +14,10 @@ pub fn run(args: ScoreArgs) -> anyhow::Result<Outcome> {
     if args.out.json {
         print_json(&report)?;
     } else if args.csv {
-        print!("{}", arena_report::table::aggregates_csv(&report.aggregates));
+        print!(
+            "{}",
+            arena_report::table::aggregates_csv(&report.aggregates)
+        );
     } else {
         print!("{}", report.markdown());
     }

@@ -80,7 +80,9 @@ fn list(dirs: &[PathBuf], json: bool) -> anyhow::Result<Outcome> {
                             dir: t.dir,
                             task_type: None,
                             source_files: 0,
-                            error: Some(e.0.len().to_string() + " error(s); run `arenactl task validate`"),
+                            error: Some(
+                                e.0.len().to_string() + " error(s); run `arenactl task validate`",
+                            ),
                         },
                     });
                 }
@@ -113,7 +115,10 @@ fn locate(id: &str, root: &Path) -> anyhow::Result<FoundTask> {
     let as_path = Path::new(id);
     if as_path.join(arena_task::CONFIG_FILE).is_file() {
         let found = discover(as_path)?;
-        return Ok(found.into_iter().next().expect("a task dir yields one task"));
+        return Ok(found
+            .into_iter()
+            .next()
+            .expect("a task dir yields one task"));
     }
     let tasks = discover(root).with_context(|| {
         format!("looking for task `{id}` (pass its directory, or --root for the tasks root)")
@@ -154,7 +159,10 @@ fn show(id: &str, root: &Path, json: bool) -> anyhow::Result<Outcome> {
     println!("task type:          {}", c.task_type);
     println!("digest:             {digest}");
     println!("source files:       {}", c.source_file_path.join(", "));
-    println!("target kernels:     {}", c.target_kernel_functions.join(", "));
+    println!(
+        "target kernels:     {}",
+        c.target_kernel_functions.join(", ")
+    );
     println!("compile:            {}", c.compile_command.join(" && "));
     println!("correctness:        {}", c.correctness_command.join(" && "));
     println!("performance:        {}", c.performance_command.join(" && "));

@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Installs what arena needs on a fresh Debian machine that has a Rust toolchain: python3 for the
+# CPU sample tasks' harnesses. Idempotent and quiet when everything is already there.
+set -euo pipefail
+need=()
+command -v python3 >/dev/null || need+=(python3)
+if [ ${#need[@]} -gt 0 ]; then
+  sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${need[@]}"
+fi
+command -v cargo >/dev/null || { echo "ci/setup.sh: cargo not found; install a Rust toolchain (rustup) first" >&2; exit 1; }

@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# The test command: formatting, lints, and every test of the workspace.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash ci/setup.sh
+cargo fmt --all -- --check
+cargo clippy --workspace --all-targets --locked -q -- -D warnings
+cargo test --workspace --locked

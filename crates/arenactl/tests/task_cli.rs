@@ -1,0 +1,331 @@
+//! `arenactl task …` and `arenactl score` run as a user runs them: exit codes, one clear error
+//! line per problem naming file and field, JSON output, no panics.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .unwrap()
+}
+
+fn arenactl(args: &[&str], cwd: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_arenactl"))
+        .args(args)
+        .current_dir(cwd)
+        .output()
+        .expect("run arenactl")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn no_panic(o: &Output) {
+    assert!(
+        !stderr(o).contains("panicked"),
+        "arenactl panicked: {}",
+        stderr(o)
+    );
+}
+
+const GOOD_CONFIG: &str = "\
+task_type: python2python
+source_file_path: [source/k.py]
+target_kernel_functions: [k]
+compile_command: [python3 scripts/task_runner.py compile]
+correctness_command: [python3 scripts/task_runner.py correctness]
+performance_command: [python3 scripts/task_runner.py performance]
+";
+
+/// A one-task tree `<tmp>/tasks/t/` with the given config.
+fn task_tree(config: &str) -> (tempfile::TempDir, PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("tasks/t");
+    std::fs::create_dir_all(dir.join("source")).unwrap();
+    std::fs::write(dir.join("source/k.py"), "def k(): pass\n").unwrap();
+    std::fs::write(dir.join("config.yaml"), config).unwrap();
+    (tmp, dir)
+}
+
+/// Validates a broken task and returns its one error line.
+fn single_error(config: &str) -> String {
+    let (tmp, _) = task_tree(config);
+    let o = arenactl(&["task", "validate", "tasks"], tmp.path());
+    no_panic(&o);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let errors: Vec<_> = stderr(&o)
+        .lines()
+        .filter(|l| l.starts_with("error: "))
+        .map(str::to_string)
+        .collect();
+    assert_eq!(errors.len(), 1, "expected one error line: {}", stderr(&o));
+    assert!(stdout(&o).contains("0 valid, 1 invalid"), "{}", stdout(&o));
+    errors[0].clone()
+}
+
+#[test]
+fn sample_tasks_are_valid() {
+    let o = arenactl(&["task", "validate", "tasks"], &repo_root());
+    no_panic(&o);
+    assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
+    assert!(stdout(&o).contains("4 valid, 0 invalid"), "{}", stdout(&o));
+    for id in [
+        "python2python/arena/matmul",
+        "python2python/arena/prefix_sum",
+        "triton2triton/arena/add_rmsnorm",
+        "triton2triton/arena/row_softmax",
+    ] {
+        assert!(stdout(&o).contains(&format!("ok       {id}")), "{id}");
+    }
+}
+
+#[test]
+fn validate_json_is_machine_readable() {
+    let o = arenactl(&["task", "validate", "tasks", "--json"], &repo_root());
+    assert_eq!(o.status.code(), Some(0));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["valid"], 4);
+    assert_eq!(v["invalid"], 0);
+    assert_eq!(v["tasks"].as_array().unwrap().len(), 4);
+    assert_eq!(v["tasks"][0]["task_type"], "python2python");
+}
+
+#[test]
+fn missing_field() {
+    let e = single_error(&GOOD_CONFIG.replace("task_type: python2python\n", ""));
+    assert_eq!(
+        e,
+        "error: tasks/t/config.yaml: task_type: required field is missing"
+    );
+}
+
+#[test]
+fn wrong_type() {
+    let e = single_error(&GOOD_CONFIG.replace(
+        "compile_command: [python3 scripts/task_runner.py compile]",
+        "compile_command: 42",
+    ));
+    assert_eq!(
+        e,
+        "error: tasks/t/config.yaml: compile_command: expected a list of strings, found a number"
+    );
+}
+
+#[test]
+fn yaml_syntax_error() {
+    let e = single_error(&format!("{GOOD_CONFIG}prompt: {{instructions: [\n"));
+    assert!(
+        e.starts_with("error: tasks/t/config.yaml: YAML syntax error:"),
+        "{e}"
+    );
+    assert!(e.contains("at line 8"), "{e}");
+}
+
+#[test]
+fn parent_dir_in_source_path() {
+    let e = single_error(&GOOD_CONFIG.replace("[source/k.py]", "[../outside.py]"));
+    assert_eq!(
+        e,
+        "error: tasks/t/config.yaml: source_file_path[0]: `../outside.py` contains `..`; paths must stay inside the task directory"
+    );
+}
+
+#[test]
+fn absolute_source_path() {
+    let e = single_error(&GOOD_CONFIG.replace("[source/k.py]", "[/etc/passwd]"));
+    assert!(
+        e.contains("source_file_path[0]: `/etc/passwd` is absolute"),
+        "{e}"
+    );
+}
+
+#[test]
+fn missing_source_file() {
+    let e = single_error(&GOOD_CONFIG.replace("[source/k.py]", "[source/nope.py]"));
+    assert!(
+        e.contains("source_file_path[0]: `source/nope.py` does not exist in the task directory"),
+        "{e}"
+    );
+}
+
+#[test]
+fn symlink_escaping_the_task_dir() {
+    let (tmp, dir) = task_tree(&GOOD_CONFIG.replace("[source/k.py]", "[source/evil.py]"));
+    std::fs::write(tmp.path().join("secret.py"), "x = 1\n").unwrap();
+    std::os::unix::fs::symlink(tmp.path().join("secret.py"), dir.join("source/evil.py")).unwrap();
+    let o = arenactl(&["task", "validate", "tasks"], tmp.path());
+    no_panic(&o);
+    assert_eq!(o.status.code(), Some(1));
+    let err = stderr(&o);
+    assert!(
+        err.contains("tasks/t/config.yaml: source_file_path[0]: `source/evil.py` resolves to")
+            && err.contains("outside the task directory"),
+        "{err}"
+    );
+}
+
+#[test]
+fn external_sources_are_deferred() {
+    // A repository task's sources appear only after the clone.
+    let (tmp, _) = task_tree(&format!(
+        "{}repo_url: https://example.invalid/r.git\n",
+        GOOD_CONFIG.replace("[source/k.py]", "[kernels/not_cloned_yet.py]")
+    ));
+    let o = arenactl(&["task", "validate", "tasks"], tmp.path());
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("checked at workspace setup"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn unknown_fields_and_types_are_warnings() {
+    let (tmp, _) = task_tree(&format!(
+        "{}future_field: 1\n",
+        GOOD_CONFIG.replace("python2python", "cuda2cuda")
+    ));
+    let o = arenactl(&["task", "validate", "tasks", "--json"], tmp.path());
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let warnings = v["tasks"][0]["warnings"].as_array().unwrap();
+    let text: Vec<_> = warnings.iter().map(|w| w.as_str().unwrap()).collect();
+    assert!(
+        text.iter()
+            .any(|w| w.contains("unknown task type `cuda2cuda`")),
+        "{text:?}"
+    );
+    assert!(
+        text.iter()
+            .any(|w| w.contains("future_field: unknown field")),
+        "{text:?}"
+    );
+}
+
+#[test]
+fn empty_directory() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::create_dir(tmp.path().join("empty")).unwrap();
+    let o = arenactl(&["task", "validate", "empty"], tmp.path());
+    no_panic(&o);
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(
+        stderr(&o).trim(),
+        "error: empty: no config.yaml here or in any directory below (not a task directory)"
+    );
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    let o = arenactl(&["task", "validate"], &repo_root());
+    assert_eq!(o.status.code(), Some(2));
+    let o = arenactl(&["task", "frobnicate"], &repo_root());
+    assert_eq!(o.status.code(), Some(2));
+}
+
+#[test]
+fn list_show_and_digest() {
+    let root = repo_root();
+    let o = arenactl(&["task", "list", "tasks", "--json"], &root);
+    assert_eq!(o.status.code(), Some(0));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v.as_array().unwrap().len(), 4);
+
+    let o = arenactl(
+        &["task", "show", "python2python/arena/matmul", "--json"],
+        &root,
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["config"]["source_file_path"][0], "source/matmul.py");
+    let shown_digest = v["digest"].as_str().unwrap().to_string();
+
+    let o = arenactl(&["task", "show", "no/such/task"], &root);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("task `no/such/task` not found under tasks"),
+        "{}",
+        stderr(&o)
+    );
+
+    // The digest of a copy made with another umask, in another order, is the same.
+    let tmp = tempfile::tempdir().unwrap();
+    let copy = tmp.path().join("matmul");
+    let status = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "umask 077 && cp -r {} {} && touch -d 2001-01-01 {}/source/matmul.py",
+            root.join("tasks/python2python/arena/matmul").display(),
+            copy.display(),
+            copy.display()
+        ))
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let o = arenactl(&["task", "digest", copy.to_str().unwrap()], &root);
+    assert_eq!(o.status.code(), Some(0));
+    assert_eq!(stdout(&o).trim(), format!("{shown_digest}  matmul"));
+}
+
+#[test]
+fn score_example_results() {
+    let o = arenactl(&["score", "ci/examples/results.json"], &repo_root());
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(
+        out.contains("| triton2triton | 2 | 3 | 83.3 | 83.3 | 2.500 ± 1.025 | 350.0 |"),
+        "{out}"
+    );
+    assert!(
+        out.contains("| python2python | 5 | 3 | 2 | 0 | 0 | 0.600 |"),
+        "{out}"
+    );
+
+    let o = arenactl(
+        &["score", "ci/examples/results.json", "--json"],
+        &repo_root(),
+    );
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(
+        v["aggregates"].as_array().unwrap().last().unwrap()["task_type"],
+        "all"
+    );
+    assert_eq!(v["tasks"].as_array().unwrap().len(), 12);
+}
+
+#[test]
+fn score_refuses_bad_files() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(
+        tmp.path().join("bad.json"),
+        "{\"tasks\": [{\"task_id\": 3}]}",
+    )
+    .unwrap();
+    let o = arenactl(&["score", "bad.json"], tmp.path());
+    no_panic(&o);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).starts_with("error: bad.json: tasks: invalid type"),
+        "{}",
+        stderr(&o)
+    );
+
+    // The same task and run twice would be counted twice: refused.
+    let example = repo_root().join("ci/examples/results.json");
+    let e = example.to_str().unwrap();
+    let o = arenactl(&["score", e, e], tmp.path());
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("appears more than once"),
+        "{}",
+        stderr(&o)
+    );
+}
