@@ -23,6 +23,33 @@ pub enum Command {
     Task(TaskCommand),
     /// Score task results and print the aggregate table per task type.
     Score(ScoreArgs),
+    /// Build and verify images in the content-addressed store.
+    #[command(subcommand)]
+    Image(ImageCommand),
+}
+
+/// Where images are stored and where pinned .deb files are found.
+#[derive(Debug, Args, Clone)]
+pub struct StoreArgs {
+    /// Store directory (default: $ARENA_STORE, else ~/.cache/arena/store).
+    #[arg(long, value_name = "DIR")]
+    pub store: Option<PathBuf>,
+    /// Directory of pinned .deb files (default: $ARENA_DEB_DIR, else ~/.cache/arena/debs).
+    #[arg(long, value_name = "DIR")]
+    pub deb_dir: Option<PathBuf>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ImageCommand {
+    /// Build a recipe (images/*.toml) into the store; unchanged inputs are not rebuilt.
+    Build {
+        #[arg(value_name = "RECIPE.toml")]
+        recipe: PathBuf,
+        #[command(flatten)]
+        store: StoreArgs,
+        #[command(flatten)]
+        out: JsonFlag,
+    },
 }
 
 #[derive(Debug, Args)]

@@ -3,6 +3,7 @@
 
 mod cli;
 mod cmd;
+mod progress;
 
 use std::process::ExitCode;
 
@@ -23,6 +24,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Task(t) => cmd::task::run(t),
         Command::Score(s) => cmd::score::run(s),
+        Command::Image(i) => cmd::image::run(i),
     };
     match result {
         Ok(Outcome::Ok) => ExitCode::SUCCESS,

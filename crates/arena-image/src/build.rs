@@ -1,0 +1,579 @@
+//! Building an image: resolve the base, hash every input into the derivation, reuse the store's
+//! result for an unchanged derivation, otherwise build each layer, the config and the manifest.
+
+use std::path::{Path, PathBuf};
+
+use oci_spec::image::{
+    Arch, Config, ConfigBuilder, Descriptor, ImageConfiguration, ImageConfigurationBuilder,
+    ImageManifestBuilder, MediaType, Os, RootFsBuilder,
+};
+use serde::Serialize;
+
+use crate::base::{base_from_store, import_layout, BaseImage};
+use crate::canonical::canonical_json;
+use crate::compress::Compression;
+use crate::digest::Digest;
+use crate::error::{ImageError, Result};
+use crate::inputs::{tree_digest, HashCache};
+use crate::layer::sources::{add_directory, add_file, add_task, Owner};
+use crate::layer::{deb, write_layer, LayerTree};
+use crate::progress::Progress;
+use crate::recipe::{BaseSpec, ConfigSpec, DebPackage, LayerSpec, LoadedRecipe, Platform};
+use crate::record::{ImageRecord, LayerRecord};
+use crate::store::{Store, MEDIA_TYPE_CONFIG};
+
+/// Bumped whenever the bytes arena-image produces for the same inputs would change.
+pub const FORMAT: &str = "arena-image/1";
+
+pub struct BuildContext<'a> {
+    pub store: &'a Store,
+    /// Where pinned `.deb` files are found (`apt-get download` output).
+    pub deb_dir: Option<PathBuf>,
+    pub progress: &'a dyn Progress,
+    pub hashes: HashCache,
+}
+
+impl<'a> BuildContext<'a> {
+    pub fn new(store: &'a Store, deb_dir: Option<PathBuf>, progress: &'a dyn Progress) -> Self {
+        BuildContext {
+            store,
+            deb_dir,
+            progress,
+            hashes: HashCache::load(store.root().join("arena/file-hashes.json")),
+        }
+    }
+}
+
+/// A layer with its source paths resolved.
+#[derive(Debug, Clone)]
+pub enum ResolvedLayer {
+    Directory {
+        path: PathBuf,
+        target: String,
+        owner: (u64, u64),
+    },
+    File {
+        path: PathBuf,
+        target: String,
+        mode: Option<u32>,
+        owner: (u64, u64),
+    },
+    Tarball {
+        path: PathBuf,
+        target: String,
+        owner: (u64, u64),
+    },
+    Task {
+        path: PathBuf,
+        target: String,
+    },
+    Debs {
+        merged_usr: bool,
+        packages: Vec<DebPackage>,
+    },
+}
+
+/// Everything an image is built from.
+#[derive(Debug, Clone)]
+pub struct ImageSpec {
+    pub name: String,
+    pub base: ResolvedBase,
+    pub layers: Vec<ResolvedLayer>,
+    pub config: ConfigSpec,
+    pub mtime: u64,
+    pub compression: Compression,
+    pub platform: Platform,
+    /// For task images: the task id and digest, recorded in the lockfile.
+    pub task: Option<(String, String)>,
+}
+
+#[derive(Debug, Clone)]
+pub enum ResolvedBase {
+    Scratch,
+    OciLayout {
+        path: PathBuf,
+        manifest: Digest,
+    },
+    /// A manifest already in the store (a registry base imported by bundle, or a built image).
+    Stored {
+        manifest: Digest,
+        label: String,
+    },
+}
+
+impl ImageSpec {
+    pub fn from_recipe(r: &LoadedRecipe) -> Result<ImageSpec> {
+        let rec = &r.recipe;
+        let base = match &rec.base {
+            BaseSpec::Scratch => ResolvedBase::Scratch,
+            BaseSpec::OciLayout { path, manifest } => ResolvedBase::OciLayout {
+                path: r.resolve_path("base.path", path)?,
+                manifest: manifest.clone(),
+            },
+            BaseSpec::Registry { reference } => {
+                let digest = reference
+                    .rsplit_once('@')
+                    .map(|(_, d)| d)
+                    .unwrap_or_default();
+                ResolvedBase::Stored {
+                    manifest: Digest::parse(digest)?,
+                    label: reference.clone(),
+                }
+            }
+        };
+        let mut layers = Vec::new();
+        for (i, l) in rec.layers.iter().enumerate() {
+            let f = |name: &str| format!("layer[{i}].{name}");
+            layers.push(match l {
+                LayerSpec::Directory {
+                    path,
+                    target,
+                    uid,
+                    gid,
+                } => ResolvedLayer::Directory {
+                    path: r.resolve_path(&f("path"), path)?,
+                    target: target.clone(),
+                    owner: (*uid, *gid),
+                },
+                LayerSpec::File {
+                    path,
+                    target,
+                    mode,
+                    uid,
+                    gid,
+                } => ResolvedLayer::File {
+                    path: r.resolve_path(&f("path"), path)?,
+                    target: target.clone(),
+                    mode: mode
+                        .as_deref()
+                        .map(|m| u32::from_str_radix(m, 8).expect("checked at load")),
+                    owner: (*uid, *gid),
+                },
+                LayerSpec::Tarball {
+                    path,
+                    target,
+                    uid,
+                    gid,
+                } => ResolvedLayer::Tarball {
+                    path: r.resolve_path(&f("path"), path)?,
+                    target: target.clone(),
+                    owner: (*uid, *gid),
+                },
+                LayerSpec::Task { path, target } => ResolvedLayer::Task {
+                    path: r.resolve_path(&f("path"), path)?,
+                    target: target.clone(),
+                },
+                LayerSpec::Debs {
+                    merged_usr,
+                    packages,
+                } => ResolvedLayer::Debs {
+                    merged_usr: *merged_usr,
+                    packages: packages.clone(),
+                },
+            });
+        }
+        Ok(ImageSpec {
+            name: rec.name.clone(),
+            base,
+            layers,
+            config: rec.config.clone(),
+            mtime: rec.mtime,
+            compression: rec.compression,
+            platform: rec.platform.clone(),
+            task: None,
+        })
+    }
+}
+
+/// The file name `apt-get download` gives a package (`:` of the epoch escaped as `%3a`).
+pub fn deb_file_name(p: &DebPackage) -> String {
+    format!(
+        "{}_{}_{}.deb",
+        p.name,
+        p.version.replace(':', "%3a"),
+        p.arch
+    )
+}
+
+fn find_deb(ctx: &BuildContext, p: &DebPackage) -> Result<PathBuf> {
+    let dir = ctx.deb_dir.as_ref().ok_or_else(|| {
+        ImageError::invalid(
+            format!("package {}={}", p.name, p.version),
+            "no .deb directory given (--deb-dir or ARENA_DEB_DIR)",
+        )
+    })?;
+    let path = dir.join(deb_file_name(p));
+    if !path.is_file() {
+        return Err(ImageError::Missing {
+            path: dir.clone(),
+            what: format!(
+                "{} (package {}={} {}; fetch it with ci/fetch-debs.sh)",
+                deb_file_name(p),
+                p.name,
+                p.version,
+                p.arch
+            ),
+        });
+    }
+    Ok(path)
+}
+
+/// Reads the layer's entries (the cheap part for host sources: stat only).
+fn collect(ctx: &BuildContext, layer: &ResolvedLayer) -> Result<LayerTree> {
+    let mut tree = LayerTree::new();
+    match layer {
+        ResolvedLayer::Directory {
+            path,
+            target,
+            owner,
+        } => {
+            let o = Owner {
+                uid: owner.0,
+                gid: owner.1,
+            };
+            add_directory(&mut tree, path, target, o, &path.display().to_string())?;
+        }
+        ResolvedLayer::File {
+            path,
+            target,
+            mode,
+            owner,
+        } => {
+            let o = Owner {
+                uid: owner.0,
+                gid: owner.1,
+            };
+            add_file(
+                &mut tree,
+                path,
+                target,
+                *mode,
+                o,
+                &path.display().to_string(),
+            )?;
+        }
+        ResolvedLayer::Task { path, target } => {
+            add_task(&mut tree, path, target, &path.display().to_string())?;
+        }
+        ResolvedLayer::Tarball {
+            path,
+            target,
+            owner,
+        } => {
+            let f = std::fs::File::open(path).map_err(|e| ImageError::io(path, e))?;
+            let r = crate::compress::decompressing_reader(std::io::BufReader::new(f))
+                .map_err(|e| ImageError::io(path, e))?;
+            let keep = |p: &str| p.to_string();
+            crate::layer::archive::read_tar_into(
+                &mut tree,
+                r,
+                path,
+                &crate::layer::archive::Placement {
+                    target,
+                    rewrite: &keep,
+                    uid: owner.0,
+                    gid: owner.1,
+                    origin: &path.display().to_string(),
+                },
+            )?;
+        }
+        ResolvedLayer::Debs {
+            merged_usr,
+            packages,
+        } => {
+            if *merged_usr {
+                for d in ["bin", "sbin", "lib", "lib64"] {
+                    tree.insert(
+                        crate::layer::LayerEntry {
+                            path: d.into(),
+                            kind: crate::layer::EntryKind::Symlink {
+                                target: format!("usr/{d}"),
+                            },
+                            mode: 0o777,
+                            uid: 0,
+                            gid: 0,
+                        },
+                        "merged /usr",
+                    )?;
+                }
+            }
+            for p in packages {
+                let path = find_deb(ctx, p)?;
+                let bytes = std::fs::read(&path).map_err(|e| ImageError::io(&path, e))?;
+                let found = Digest::of_bytes(&bytes);
+                if found.hex() != p.sha256 {
+                    return Err(ImageError::DigestMismatch {
+                        what: format!("{} (package {}={})", path.display(), p.name, p.version),
+                        expected: format!("sha256:{}", p.sha256),
+                        found: found.to_string(),
+                    });
+                }
+                deb::unpack_into(
+                    &mut tree,
+                    &path,
+                    &bytes,
+                    *merged_usr,
+                    &format!("package {}", p.name),
+                )?;
+            }
+        }
+    }
+    tree.add_parents();
+    Ok(tree)
+}
+
+#[derive(Serialize)]
+struct DerivationInput<'a> {
+    format: &'static str,
+    name: &'a str,
+    base: &'a str,
+    layers: Vec<serde_json::Value>,
+    config: &'a ConfigSpec,
+    mtime: u64,
+    compression: Compression,
+    platform: &'a Platform,
+    task: Option<&'a (String, String)>,
+}
+
+/// The input digest of a layer: archives by their own digest, host trees by their content.
+fn layer_input(ctx: &BuildContext, layer: &ResolvedLayer) -> Result<serde_json::Value> {
+    Ok(match layer {
+        ResolvedLayer::Debs {
+            merged_usr,
+            packages,
+        } => serde_json::json!({
+            "kind": "debs", "merged_usr": merged_usr,
+            "packages": packages.iter().map(|p| format!("{}={}:{}@sha256:{}", p.name, p.version, p.arch, p.sha256)).collect::<Vec<_>>(),
+        }),
+        ResolvedLayer::Tarball {
+            path,
+            target,
+            owner,
+        } => {
+            let (d, _) = Digest::of_file(path)?;
+            serde_json::json!({"kind": "tarball", "target": target, "owner": [owner.0, owner.1], "input": d})
+        }
+        other => {
+            let tree = collect(ctx, other)?;
+            serde_json::json!({"kind": "tree", "input": tree_digest(&tree, &ctx.hashes)?})
+        }
+    })
+}
+
+fn resolve_base(ctx: &BuildContext, base: &ResolvedBase) -> Result<BaseImage> {
+    match base {
+        ResolvedBase::Scratch => Ok(BaseImage::scratch()),
+        ResolvedBase::OciLayout { path, manifest } => {
+            if ctx.store.has_blob(manifest) {
+                if let Ok(b) = base_from_store(ctx.store, manifest) {
+                    return Ok(b);
+                }
+            }
+            ctx.progress
+                .phase(&format!("importing base {}", path.display()), None);
+            let b = import_layout(ctx.store, path, manifest, ctx.progress);
+            ctx.progress.finish_phase();
+            b
+        }
+        ResolvedBase::Stored { manifest, label } => {
+            if !ctx.store.has_blob(manifest) {
+                return Err(ImageError::Missing {
+                    path: ctx.store.root().to_path_buf(),
+                    what: format!(
+                        "base {label} (manifest {manifest}); arena does not pull from registries: \
+                         import it with `arenactl bundle import` or as an OCI layout"
+                    ),
+                });
+            }
+            base_from_store(ctx.store, manifest)
+        }
+    }
+}
+
+/// Merges the recipe's config into the base's.
+fn make_config(
+    spec: &ImageSpec,
+    base: &BaseImage,
+    diff_ids: Vec<String>,
+) -> Result<ImageConfiguration> {
+    let bad = |e: oci_spec::OciSpecError| {
+        ImageError::invalid(format!("image {}", spec.name), e.to_string())
+    };
+    let mut cfg: Config = base
+        .config
+        .as_ref()
+        .and_then(|c| c.config().clone())
+        .unwrap_or_else(|| ConfigBuilder::default().build().expect("empty config"));
+    let mut env: Vec<String> = cfg.env().clone().unwrap_or_default();
+    for e in &spec.config.env {
+        let name = e.split('=').next().unwrap_or("");
+        env.retain(|old| old.split('=').next() != Some(name));
+        env.push(e.clone());
+    }
+    cfg.set_env((!env.is_empty()).then_some(env));
+    if let Some(w) = &spec.config.workdir {
+        cfg.set_working_dir(Some(w.clone()));
+    }
+    if let Some(ep) = &spec.config.entrypoint {
+        cfg.set_entrypoint(Some(ep.clone()));
+    }
+    if let Some(c) = &spec.config.cmd {
+        cfg.set_cmd(Some(c.clone()));
+    }
+    if let Some(u) = &spec.config.user {
+        cfg.set_user(Some(u.clone()));
+    }
+    let mut labels = cfg.labels().clone().unwrap_or_default();
+    labels.extend(spec.config.labels.clone());
+    if let Some((id, digest)) = &spec.task {
+        labels.insert("dev.arena.task.id".into(), id.clone());
+        labels.insert("dev.arena.task.digest".into(), digest.clone());
+    }
+    cfg.set_labels((!labels.is_empty()).then_some(labels));
+    let rootfs = RootFsBuilder::default()
+        .typ("layers")
+        .diff_ids(diff_ids)
+        .build()
+        .map_err(bad)?;
+    ImageConfigurationBuilder::default()
+        .architecture(Arch::from(spec.platform.architecture.as_str()))
+        .os(Os::from(spec.platform.os.as_str()))
+        .config(cfg)
+        .rootfs(rootfs)
+        .build()
+        .map_err(bad)
+}
+
+fn descriptor(media_type: &str, digest: &Digest, size: u64) -> Result<Descriptor> {
+    let d = oci_spec::image::Digest::try_from(digest.as_str())
+        .map_err(|e| ImageError::invalid(digest.to_string(), e.to_string()))?;
+    Ok(Descriptor::new(MediaType::from(media_type), size, d))
+}
+
+/// The derivation hash of a spec (hashes host inputs; the base is resolved, and so imported).
+pub fn derivation(ctx: &BuildContext, spec: &ImageSpec) -> Result<(Digest, BaseImage)> {
+    let base = resolve_base(ctx, &spec.base)?;
+    let mut layers = Vec::new();
+    ctx.progress
+        .phase(&format!("hashing inputs of {}", spec.name), None);
+    for l in &spec.layers {
+        layers.push(layer_input(ctx, l)?);
+    }
+    ctx.progress.finish_phase();
+    let input = DerivationInput {
+        format: FORMAT,
+        name: &spec.name,
+        base: &base.id,
+        layers,
+        config: &spec.config,
+        mtime: spec.mtime,
+        compression: spec.compression,
+        platform: &spec.platform,
+        task: spec.task.as_ref(),
+    };
+    Ok((Digest::of_bytes(&canonical_json(&input)?), base))
+}
+
+/// Builds `spec` into the store, or returns the stored result of an unchanged derivation.
+/// The second value says whether anything was built.
+pub fn build(ctx: &BuildContext, spec: &ImageSpec) -> Result<(ImageRecord, bool)> {
+    let (drv, base) = derivation(ctx, spec)?;
+    ctx.hashes.save()?;
+    if let Some(rec) = ctx.store.lookup_derivation(&drv) {
+        ctx.store
+            .set_ref(&rec.name, &rec.manifest, rec.manifest_size)?;
+        ctx.progress.note(&format!(
+            "{}: unchanged ({})",
+            spec.name,
+            rec.manifest.short()
+        ));
+        return Ok((rec, false));
+    }
+    let mut layers = base.layers.clone();
+    for l in &spec.layers {
+        let tree = collect(ctx, l)?;
+        ctx.progress.phase(
+            &format!("compressing layer of {}", spec.name),
+            Some(tree.content_bytes()),
+        );
+        let built = write_layer(ctx.store, &tree, spec.mtime, spec.compression, ctx.progress);
+        ctx.progress.finish_phase();
+        let built = built?;
+        layers.push(LayerRecord {
+            digest: built.digest,
+            diff_id: built.diff_id,
+            size: built.size,
+            media_type: built.media_type,
+        });
+    }
+    let diff_ids = layers.iter().map(|l| l.diff_id.to_string()).collect();
+    let config = make_config(spec, &base, diff_ids)?;
+    let config_bytes = canonical_json(&config)?;
+    let config_digest = ctx.store.put_bytes(&config_bytes)?;
+    let manifest = ImageManifestBuilder::default()
+        .schema_version(2u32)
+        .media_type(MediaType::ImageManifest)
+        .config(descriptor(
+            MEDIA_TYPE_CONFIG,
+            &config_digest,
+            config_bytes.len() as u64,
+        )?)
+        .layers(
+            layers
+                .iter()
+                .map(|l| descriptor(&l.media_type, &l.digest, l.size))
+                .collect::<Result<Vec<_>>>()?,
+        )
+        .build()
+        .map_err(|e| ImageError::invalid(format!("image {}", spec.name), e.to_string()))?;
+    let manifest_bytes = canonical_json(&manifest)?;
+    let manifest_digest = ctx.store.put_bytes(&manifest_bytes)?;
+    let rec = ImageRecord {
+        name: spec.name.clone(),
+        derivation: drv,
+        base: base.id.clone(),
+        task: spec.task.as_ref().map(|t| t.0.clone()),
+        task_digest: spec.task.as_ref().map(|t| t.1.clone()),
+        layers,
+        config: config_digest,
+        config_size: config_bytes.len() as u64,
+        manifest: manifest_digest,
+        manifest_size: manifest_bytes.len() as u64,
+    };
+    ctx.store.record_derivation(&rec)?;
+    ctx.store
+        .set_ref(&rec.name, &rec.manifest, rec.manifest_size)?;
+    ctx.progress
+        .note(&format!("{}: built {}", spec.name, rec.manifest.short()));
+    Ok((rec, true))
+}
+
+/// The image of one task: the base image plus a task layer at `/task`.
+pub fn task_image_spec(
+    base: &ImageRecord,
+    base_spec: &ImageSpec,
+    set: &str,
+    task_id: &str,
+    task_dir: &Path,
+) -> Result<ImageSpec> {
+    let digest = arena_task::task_digest(task_dir)?;
+    Ok(ImageSpec {
+        name: format!("arena/{set}/{task_id}"),
+        base: ResolvedBase::Stored {
+            manifest: base.manifest.clone(),
+            label: base.name.clone(),
+        },
+        layers: vec![ResolvedLayer::Task {
+            path: task_dir.to_path_buf(),
+            target: "/task".into(),
+        }],
+        config: ConfigSpec {
+            workdir: Some("/task".into()),
+            ..ConfigSpec::default()
+        },
+        mtime: base_spec.mtime,
+        compression: base_spec.compression,
+        platform: base_spec.platform.clone(),
+        task: Some((task_id.to_string(), digest)),
+    })
+}

@@ -1,0 +1,375 @@
+//! Image recipes (`images/*.toml`): a base plus ordered layers, and the image config.
+//! Paths are relative to the recipe file; `${VAR}` in a path is taken from the environment
+//! (where air-gapped labs keep their imported base images).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::compress::Compression;
+use crate::digest::Digest;
+use crate::error::{ImageError, Result};
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Recipe {
+    pub name: String,
+    #[serde(default)]
+    pub description: Option<String>,
+    /// Modification time of every layer entry, seconds since the epoch (SOURCE_DATE_EPOCH).
+    #[serde(default)]
+    pub mtime: u64,
+    #[serde(default)]
+    pub compression: Compression,
+    #[serde(default)]
+    pub platform: Platform,
+    pub base: BaseSpec,
+    #[serde(default, rename = "layer")]
+    pub layers: Vec<LayerSpec>,
+    #[serde(default)]
+    pub config: ConfigSpec,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Platform {
+    pub os: String,
+    pub architecture: String,
+}
+
+impl Default for Platform {
+    fn default() -> Self {
+        Platform {
+            os: "linux".into(),
+            architecture: "amd64".into(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
+pub enum BaseSpec {
+    /// An empty root file system.
+    Scratch,
+    /// An OCI image layout on disk (a directory or a tar of one), pinned by manifest digest.
+    OciLayout { path: String, manifest: Digest },
+    /// A registry image pinned by digest (`registry/repo@sha256:…`). Not pulled by arena yet:
+    /// the manifest must already be in the store (from a bundle import).
+    Registry { reference: String },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DebPackage {
+    pub name: String,
+    pub version: String,
+    #[serde(default = "default_arch")]
+    pub arch: String,
+    pub sha256: String,
+}
+
+fn default_arch() -> String {
+    "amd64".into()
+}
+
+fn default_root() -> String {
+    "/".into()
+}
+
+fn default_task_target() -> String {
+    "/task".into()
+}
+
+fn yes() -> bool {
+    true
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
+pub enum LayerSpec {
+    Directory {
+        path: String,
+        #[serde(default = "default_root")]
+        target: String,
+        #[serde(default)]
+        uid: u64,
+        #[serde(default)]
+        gid: u64,
+    },
+    File {
+        path: String,
+        /// Full path of the file in the image.
+        target: String,
+        /// Octal permission bits as a string (`"0755"`); default by the execute bit.
+        #[serde(default)]
+        mode: Option<String>,
+        #[serde(default)]
+        uid: u64,
+        #[serde(default)]
+        gid: u64,
+    },
+    Tarball {
+        path: String,
+        #[serde(default = "default_root")]
+        target: String,
+        #[serde(default)]
+        uid: u64,
+        #[serde(default)]
+        gid: u64,
+    },
+    Task {
+        path: String,
+        #[serde(default = "default_task_target")]
+        target: String,
+    },
+    /// Pinned Debian packages, unpacked like a first-stage debootstrap (no maintainer scripts).
+    Debs {
+        #[serde(default = "yes")]
+        merged_usr: bool,
+        packages: Vec<DebPackage>,
+    },
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConfigSpec {
+    /// `NAME=value`; replaces a base entry of the same name.
+    #[serde(default)]
+    pub env: Vec<String>,
+    #[serde(default)]
+    pub workdir: Option<String>,
+    #[serde(default)]
+    pub entrypoint: Option<Vec<String>>,
+    #[serde(default)]
+    pub cmd: Option<Vec<String>>,
+    #[serde(default)]
+    pub user: Option<String>,
+    #[serde(default)]
+    pub labels: BTreeMap<String, String>,
+}
+
+/// A recipe and the file it came from.
+#[derive(Debug, Clone)]
+pub struct LoadedRecipe {
+    pub recipe: Recipe,
+    pub file: PathBuf,
+}
+
+/// 1-based line of a byte offset.
+pub fn line_of(text: &str, offset: usize) -> usize {
+    text[..offset.min(text.len())].matches('\n').count() + 1
+}
+
+impl LoadedRecipe {
+    pub fn load(file: &Path) -> Result<LoadedRecipe> {
+        let text = std::fs::read_to_string(file).map_err(|e| ImageError::io(file, e))?;
+        let recipe: Recipe = toml::from_str(&text).map_err(|e| ImageError::Parse {
+            path: file.to_path_buf(),
+            line: e.span().map_or(1, |s| line_of(&text, s.start)),
+            message: e.message().to_string(),
+        })?;
+        let loaded = LoadedRecipe {
+            recipe,
+            file: file.to_path_buf(),
+        };
+        loaded.check()?;
+        Ok(loaded)
+    }
+
+    fn field_error(&self, field: &str, message: impl Into<String>) -> ImageError {
+        ImageError::Recipe {
+            file: self.file.clone(),
+            field: field.to_string(),
+            message: message.into(),
+        }
+    }
+
+    fn check(&self) -> Result<()> {
+        let r = &self.recipe;
+        if r.name.is_empty() || r.name.contains(char::is_whitespace) {
+            return Err(self.field_error("name", "must be non-empty, without spaces"));
+        }
+        if let BaseSpec::Registry { reference } = &r.base {
+            let pinned = reference
+                .rsplit_once('@')
+                .map(|(_, d)| Digest::parse(d).is_ok())
+                .unwrap_or(false);
+            if !pinned {
+                return Err(self.field_error(
+                    "base.reference",
+                    format!("`{reference}` is not pinned by digest (expected REPO@sha256:…)"),
+                ));
+            }
+        }
+        for (i, l) in r.layers.iter().enumerate() {
+            match l {
+                LayerSpec::Debs { packages, .. } => {
+                    if packages.is_empty() {
+                        return Err(
+                            self.field_error(&format!("layer[{i}].packages"), "no packages")
+                        );
+                    }
+                    for (j, p) in packages.iter().enumerate() {
+                        if Digest::parse(&format!("sha256:{}", p.sha256)).is_err() {
+                            return Err(self.field_error(
+                                &format!("layer[{i}].packages[{j}].sha256"),
+                                format!("`{}` is not 64 lowercase hex digits", p.sha256),
+                            ));
+                        }
+                    }
+                }
+                LayerSpec::File { mode: Some(m), .. }
+                    if u32::from_str_radix(m, 8).map_or(true, |v| v > 0o7777) =>
+                {
+                    return Err(self.field_error(
+                        &format!("layer[{i}].mode"),
+                        format!("`{m}` is not an octal mode such as \"0755\""),
+                    ));
+                }
+                _ => {}
+            }
+        }
+        for (i, e) in r.config.env.iter().enumerate() {
+            if !e.contains('=') {
+                return Err(self.field_error(
+                    &format!("config.env[{i}]"),
+                    format!("`{e}` is not NAME=value"),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Resolves a path of the recipe: `${VAR}` expanded, relative to the recipe's directory.
+    pub fn resolve_path(&self, field: &str, raw: &str) -> Result<PathBuf> {
+        let mut out = String::new();
+        let mut rest = raw;
+        while let Some(i) = rest.find("${") {
+            out.push_str(&rest[..i]);
+            let after = &rest[i + 2..];
+            let end = after
+                .find('}')
+                .ok_or_else(|| self.field_error(field, format!("unclosed `${{` in `{raw}`")))?;
+            let var = &after[..end];
+            let val = std::env::var(var).map_err(|_| {
+                self.field_error(
+                    field,
+                    format!("`{raw}` needs the environment variable {var}, which is not set"),
+                )
+            })?;
+            out.push_str(&val);
+            rest = &after[end + 1..];
+        }
+        out.push_str(rest);
+        let p = PathBuf::from(out);
+        Ok(if p.is_absolute() {
+            p
+        } else {
+            self.file.parent().unwrap_or(Path::new(".")).join(p)
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn load(text: &str) -> Result<LoadedRecipe> {
+        let d = tempfile::tempdir().unwrap();
+        let f = d.path().join("r.toml");
+        std::fs::write(&f, text).unwrap();
+        LoadedRecipe::load(&f).map(|mut r| {
+            r.file = PathBuf::from("images/r.toml");
+            r
+        })
+    }
+
+    #[test]
+    fn parses_every_kind() {
+        let r = load(
+            r#"
+name = "x"
+mtime = 1700000000
+compression = "gzip"
+[base]
+kind = "oci-layout"
+path = "${HOME}/bases/rocm"
+manifest = "sha256:0000000000000000000000000000000000000000000000000000000000000000"
+[[layer]]
+kind = "debs"
+packages = [{ name = "a", version = "1:2", sha256 = "1111111111111111111111111111111111111111111111111111111111111111" }]
+[[layer]]
+kind = "directory"
+path = "rootfs"
+[[layer]]
+kind = "file"
+path = "f"
+target = "/usr/local/bin/f"
+mode = "0755"
+[[layer]]
+kind = "tarball"
+path = "t.tar.gz"
+target = "/opt"
+[[layer]]
+kind = "task"
+path = "../tasks/x"
+[config]
+env = ["A=1"]
+workdir = "/task"
+labels = { "a.b" = "c" }
+"#,
+        )
+        .unwrap();
+        assert_eq!(r.recipe.layers.len(), 5);
+        assert_eq!(r.recipe.compression, Compression::Gzip);
+        assert!(matches!(&r.recipe.layers[4], LayerSpec::Task { target, .. } if target == "/task"));
+        assert!(
+            matches!(&r.recipe.layers[0], LayerSpec::Debs { merged_usr: true, packages } if packages[0].arch == "amd64")
+        );
+        let home = std::env::var("HOME").unwrap();
+        assert_eq!(
+            r.resolve_path("base.path", "${HOME}/bases/rocm").unwrap(),
+            PathBuf::from(format!("{home}/bases/rocm"))
+        );
+        assert_eq!(
+            r.resolve_path("p", "rootfs").unwrap(),
+            PathBuf::from("images/rootfs")
+        );
+        let e = r
+            .resolve_path("base.path", "${ARENA_NO_SUCH_VAR}/x")
+            .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "images/r.toml: base.path: `${ARENA_NO_SUCH_VAR}/x` needs the environment variable ARENA_NO_SUCH_VAR, which is not set"
+        );
+    }
+
+    #[test]
+    fn errors_name_line_and_field() {
+        let e = load("name = \"x\"\n[base]\nkind = \"scratch\"\n[[layer]]\nkind = \"directory\"\npath = \"a\"\nbogus = 1\n")
+            .unwrap_err()
+            .to_string();
+        // The span of an internally tagged table is the table itself: the layer starts on line 4.
+        assert!(
+            e.contains("line 4") && e.contains("unknown field `bogus`"),
+            "{e}"
+        );
+        let e = load(
+            "name = \"x\"\n[base]\nkind = \"registry\"\nreference = \"rocm/pytorch:latest\"\n",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("base.reference: `rocm/pytorch:latest` is not pinned by digest"),
+            "{e}"
+        );
+        let e = load("name = \"x\"\n[base]\nkind = \"scratch\"\n[[layer]]\nkind = \"debs\"\npackages = [{name = \"a\", version = \"1\", sha256 = \"xyz\"}]\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("layer[0].packages[0].sha256: `xyz` is not 64 lowercase hex digits"),
+            "{e}"
+        );
+    }
+}
