@@ -5,12 +5,14 @@
 
 pub mod base;
 pub mod build;
+pub mod bundle;
 pub mod canonical;
 pub mod compress;
 pub mod digest;
 pub mod error;
 pub mod inputs;
 pub mod layer;
+pub mod lock;
 pub mod progress;
 pub mod recipe;
 pub mod record;
@@ -20,6 +22,7 @@ pub use build::{build, task_image_spec, BuildContext, ImageSpec};
 pub use compress::Compression;
 pub use digest::Digest;
 pub use error::{ImageError, Result};
+pub use lock::{lock_set, verify, ImageSet, Lockfile, Mismatch};
 pub use progress::{NoProgress, Progress};
 pub use recipe::{LoadedRecipe, Recipe};
 pub use record::{ImageRecord, LayerRecord};

@@ -26,6 +26,55 @@ pub enum Command {
     /// Build and verify images in the content-addressed store.
     #[command(subcommand)]
     Image(ImageCommand),
+    /// Build every image of an image set and write its lockfile.
+    Lock(LockArgs),
+    /// Move locked images between machines as one file (air-gapped labs).
+    #[command(subcommand)]
+    Bundle(BundleCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum BundleCommand {
+    /// Write every image of a lockfile, and the lockfile, into one tar (an OCI image layout).
+    Export {
+        #[arg(long, value_name = "FILE")]
+        image_lock: PathBuf,
+        #[arg(short = 'o', long = "output", value_name = "FILE")]
+        output: PathBuf,
+        #[command(flatten)]
+        store: StoreArgs,
+        #[command(flatten)]
+        out: JsonFlag,
+    },
+    /// Verify a bundle blob by blob and add its images to the store; refuses it whole on any error.
+    Import {
+        #[arg(value_name = "FILE")]
+        bundle: PathBuf,
+        /// Also write the bundle's lockfile here.
+        #[arg(long, value_name = "FILE")]
+        lock_out: Option<PathBuf>,
+        #[command(flatten)]
+        store: StoreArgs,
+        #[command(flatten)]
+        out: JsonFlag,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct LockArgs {
+    /// Image set to lock (a `[[set]]` of the sets file).
+    #[arg(long, default_value = "cpu")]
+    pub set: String,
+    /// The sets file.
+    #[arg(long, default_value = "images/sets.toml", value_name = "FILE")]
+    pub sets: PathBuf,
+    /// Lockfile to write (default: lockfiles/SET.lock).
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    #[command(flatten)]
+    pub store: StoreArgs,
+    #[command(flatten)]
+    pub json: JsonFlag,
 }
 
 /// Where images are stored and where pinned .deb files are found.
@@ -45,6 +94,15 @@ pub enum ImageCommand {
     Build {
         #[arg(value_name = "RECIPE.toml")]
         recipe: PathBuf,
+        #[command(flatten)]
+        store: StoreArgs,
+        #[command(flatten)]
+        out: JsonFlag,
+    },
+    /// Recompute every image of a lockfile and check every digest (exit 1 on any mismatch).
+    Verify {
+        #[arg(long, value_name = "FILE")]
+        image_lock: PathBuf,
         #[command(flatten)]
         store: StoreArgs,
         #[command(flatten)]

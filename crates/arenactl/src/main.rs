@@ -25,6 +25,8 @@ fn main() -> ExitCode {
         Command::Task(t) => cmd::task::run(t),
         Command::Score(s) => cmd::score::run(s),
         Command::Image(i) => cmd::image::run(i),
+        Command::Lock(l) => cmd::image::lock(l),
+        Command::Bundle(b) => cmd::bundle::run(b),
     };
     match result {
         Ok(Outcome::Ok) => ExitCode::SUCCESS,

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use arena_image::{build, BuildContext, ImageSpec, LoadedRecipe, Store};
 
 use super::{print_json, Outcome};
-use crate::cli::{ImageCommand, StoreArgs};
+use crate::cli::{ImageCommand, LockArgs, StoreArgs};
 use crate::progress::Bars;
 
 impl StoreArgs {
@@ -38,5 +38,59 @@ pub fn run(cmd: ImageCommand) -> anyhow::Result<Outcome> {
             }
             Ok(Outcome::Ok)
         }
+        ImageCommand::Verify {
+            image_lock,
+            store,
+            out,
+        } => {
+            let bars = Bars::new(out.json);
+            let s = store.store()?;
+            let ctx = BuildContext::new(&s, store.deb_dir(), &bars);
+            let mismatches = arena_image::verify(&ctx, &image_lock)?;
+            if out.json {
+                print_json(&serde_json::json!({
+                    "lockfile": image_lock,
+                    "ok": mismatches.is_empty(),
+                    "mismatches": mismatches,
+                }))?;
+            } else if mismatches.is_empty() {
+                println!("{}: every digest matches", image_lock.display());
+            } else {
+                for m in &mismatches {
+                    eprintln!("mismatch: {m}");
+                }
+                eprintln!(
+                    "{}: {} mismatch(es)",
+                    image_lock.display(),
+                    mismatches.len()
+                );
+            }
+            Ok(if mismatches.is_empty() {
+                Outcome::Ok
+            } else {
+                Outcome::Invalid
+            })
+        }
     }
+}
+
+pub fn lock(args: LockArgs) -> anyhow::Result<Outcome> {
+    let bars = Bars::new(args.json.json);
+    let s = args.store.store()?;
+    let ctx = BuildContext::new(&s, args.store.deb_dir(), &bars);
+    let out = args
+        .out
+        .unwrap_or_else(|| PathBuf::from(format!("lockfiles/{}.lock", args.set)));
+    let dir = out.parent().map(PathBuf::from).unwrap_or_default();
+    let lock = arena_image::lock_set(&ctx, &args.sets, &args.set, &dir)?;
+    lock.write(&out)?;
+    if args.json.json {
+        print_json(&serde_json::json!({"lockfile": out, "lock": lock}))?;
+    } else {
+        for i in &lock.images {
+            println!("{}  {}", i.manifest, i.task.as_deref().unwrap_or(&i.name));
+        }
+        eprintln!("wrote {}", out.display());
+    }
+    Ok(Outcome::Ok)
 }

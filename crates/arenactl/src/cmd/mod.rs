@@ -1,3 +1,4 @@
+pub mod bundle;
 pub mod image;
 pub mod score;
 pub mod task;
