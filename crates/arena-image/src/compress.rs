@@ -8,9 +8,19 @@ pub const MEDIA_TYPE_LAYER_ZSTD: &str = "application/vnd.oci.image.layer.v1.tar+
 pub const MEDIA_TYPE_LAYER_GZIP: &str = "application/vnd.oci.image.layer.v1.tar+gzip";
 pub const MEDIA_TYPE_LAYER_TAR: &str = "application/vnd.oci.image.layer.v1.tar";
 
-/// zstd level 3 (zstd's default), no checksum, no content size: the frame depends only on the
-/// bytes and the zstd library version, which Cargo.lock pins.
+/// zstd level 3 (zstd's default), no checksum, no content size, always in zstd's multi-threaded
+/// mode: its output depends on the bytes and the zstd version (pinned by Cargo.lock) but not on
+/// the number of workers (≥ 1), so every machine writes the same frames, each at its own speed.
+/// (zstd's single-threaded mode writes different frames: it is never used.)
 const ZSTD_LEVEL: i32 = 3;
+
+fn zstd_workers() -> u32 {
+    std::env::var("ARENA_ZSTD_WORKERS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get() as u32))
+        .max(1)
+}
 /// gzip level 6, mtime 0, no file name, OS byte 255 ("unknown") on every machine.
 const GZIP_LEVEL: u32 = 6;
 
@@ -34,47 +44,83 @@ impl Compression {
         Ok(match self {
             Compression::Zstd => {
                 let mut e = zstd::stream::write::Encoder::new(w, ZSTD_LEVEL)?;
+                e.multithread(zstd_workers())?;
                 e.include_checksum(false)?;
                 e.include_contentsize(false)?;
-                Encoder::Zstd(e)
+                Encoder::new(Inner::Zstd(e))
             }
-            Compression::Gzip => Encoder::Gzip(
+            Compression::Gzip => Encoder::new(Inner::Gzip(
                 flate2::GzBuilder::new()
                     .mtime(0)
                     .operating_system(255)
                     .write(w, flate2::Compression::new(GZIP_LEVEL)),
-            ),
+            )),
         })
     }
 }
 
-pub enum Encoder<W: Write> {
+enum Inner<W: Write> {
     Zstd(zstd::stream::write::Encoder<'static, W>),
     Gzip(flate2::write::GzEncoder<W>),
 }
 
-impl<W: Write> Encoder<W> {
-    pub fn finish(self) -> std::io::Result<W> {
+impl<W: Write> Inner<W> {
+    fn write_all(&mut self, buf: &[u8]) -> std::io::Result<()> {
         match self {
-            Encoder::Zstd(e) => e.finish(),
-            Encoder::Gzip(e) => e.finish(),
+            Inner::Zstd(e) => e.write_all(buf),
+            Inner::Gzip(e) => e.write_all(buf),
+        }
+    }
+}
+
+/// Size of every write the compressor sees (but the last).
+const CHUNK: usize = 64 * 1024;
+
+/// A compressor fed in fixed-size chunks: some deflate implementations (zlib-rs) emit
+/// different blocks for the same bytes written in different slices, so the slicing must not
+/// depend on the caller (buffer sizes of the tar writer, of `io::copy`, of a Rust version).
+pub struct Encoder<W: Write> {
+    inner: Inner<W>,
+    buf: Vec<u8>,
+}
+
+impl<W: Write> Encoder<W> {
+    fn new(inner: Inner<W>) -> Self {
+        Encoder {
+            inner,
+            buf: Vec::with_capacity(CHUNK),
+        }
+    }
+
+    pub fn finish(mut self) -> std::io::Result<W> {
+        if !self.buf.is_empty() {
+            self.inner.write_all(&self.buf)?;
+        }
+        match self.inner {
+            Inner::Zstd(e) => e.finish(),
+            Inner::Gzip(e) => e.finish(),
         }
     }
 }
 
 impl<W: Write> Write for Encoder<W> {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        match self {
-            Encoder::Zstd(e) => e.write(buf),
-            Encoder::Gzip(e) => e.write(buf),
+    fn write(&mut self, mut data: &[u8]) -> std::io::Result<usize> {
+        let n = data.len();
+        while !data.is_empty() {
+            let take = (CHUNK - self.buf.len()).min(data.len());
+            self.buf.extend_from_slice(&data[..take]);
+            data = &data[take..];
+            if self.buf.len() == CHUNK {
+                self.inner.write_all(&self.buf)?;
+                self.buf.clear();
+            }
         }
+        Ok(n)
     }
 
+    /// Does not push a partial chunk: that would make the output depend on when flush is called.
     fn flush(&mut self) -> std::io::Result<()> {
-        match self {
-            Encoder::Zstd(e) => e.flush(),
-            Encoder::Gzip(e) => e.flush(),
-        }
+        Ok(())
     }
 }
 
@@ -98,6 +144,36 @@ pub fn decompressing_reader<'a, R: std::io::BufRead + 'a>(
 mod tests {
     use super::*;
     use std::io::Read;
+
+    fn zstd_with(workers: u32, data: &[u8]) -> Vec<u8> {
+        let mut e = zstd::stream::write::Encoder::new(Vec::new(), ZSTD_LEVEL).unwrap();
+        e.multithread(workers).unwrap();
+        e.include_checksum(false).unwrap();
+        e.include_contentsize(false).unwrap();
+        e.write_all(data).unwrap();
+        e.finish().unwrap()
+    }
+
+    #[test]
+    fn zstd_output_does_not_depend_on_worker_count() {
+        // 40 MB, several of zstd's jobs, partly compressible.
+        let mut x: u64 = 88172645463325252;
+        let data: Vec<u8> = (0..40 << 20)
+            .map(|i| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                if i % 3 == 0 {
+                    (x >> 56) as u8
+                } else {
+                    (i / 4096) as u8
+                }
+            })
+            .collect();
+        let one = zstd_with(1, &data);
+        assert_eq!(one, zstd_with(2, &data));
+        assert_eq!(one, zstd_with(5, &data));
+    }
 
     #[test]
     fn round_trip_and_deterministic() {
