@@ -1,12 +1,17 @@
 #!/usr/bin/env bash
 # Installs what arena needs on a fresh Debian machine that has a Rust toolchain: python3 for the
 # CPU sample tasks' harnesses, skopeo and umoci (independent readers of our OCI layouts, used by
-# the tests). Idempotent and quiet when everything is already there.
+# the tests), containerd and runc (the runtime's integration tests start a private daemon), and
+# protoc (containerd-client compiles containerd's protos). Idempotent and quiet when everything
+# is already there.
 set -euo pipefail
 need=()
 command -v python3 >/dev/null || need+=(python3)
 command -v skopeo >/dev/null || need+=(skopeo)
 command -v umoci >/dev/null || need+=(umoci)
+command -v containerd >/dev/null || need+=(containerd)
+command -v runc >/dev/null || need+=(runc)
+command -v protoc >/dev/null || need+=(protobuf-compiler)
 if [ ${#need[@]} -gt 0 ]; then
   sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
   $sudo apt-get update -qq

@@ -1,0 +1,419 @@
+//! The OCI runtime spec of a container, built with oci-spec: process, mounts (read-write
+//! workspace, read-only binds that are really read-only, tmpfs /tmp), device nodes and device
+//! cgroup rules of the GPU profile, resource limits, and the network mode.
+
+use std::path::PathBuf;
+
+use oci_spec::runtime::{
+    LinuxBuilder, LinuxCpuBuilder, LinuxDeviceBuilder, LinuxDeviceCgroupBuilder, LinuxDeviceType,
+    LinuxMemoryBuilder, LinuxNamespaceType, LinuxPidsBuilder, LinuxResourcesBuilder, Mount,
+    MountBuilder, ProcessBuilder, RootBuilder, Spec, UserBuilder,
+};
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Result, RuntimeError};
+use crate::gpu::{BindMount, DeviceGrant};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Network {
+    /// An own network namespace: no route anywhere (the evaluator's mode).
+    None,
+    /// The host's network (an agent that must reach its model API).
+    Host,
+}
+
+/// Limits that keep a fork bomb or a memory hog from taking the host down.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Limits {
+    pub memory_bytes: i64,
+    pub pids: i64,
+    pub cpu_shares: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            memory_bytes: 16 << 30,
+            pids: 4096,
+            cpu_shares: 1024,
+        }
+    }
+}
+
+/// Everything that goes into one container's spec.
+#[derive(Debug, Clone)]
+pub struct ContainerConfig {
+    pub args: Vec<String>,
+    /// `NAME=value`, image environment first (later entries win).
+    pub env: Vec<String>,
+    pub cwd: String,
+    pub uid: u32,
+    pub gid: u32,
+    pub binds: Vec<BindMount>,
+    /// Size of the tmpfs at /tmp.
+    pub tmp_bytes: u64,
+    pub network: Network,
+    pub limits: Limits,
+    pub devices: DeviceGrant,
+    pub hostname: String,
+}
+
+fn bad(e: oci_spec::OciSpecError) -> RuntimeError {
+    RuntimeError::invalid("runtime spec", e.to_string())
+}
+
+fn bind(m: &BindMount) -> Result<Mount> {
+    let mut options = vec![
+        "rbind".to_string(),
+        "nosuid".to_string(),
+        "nodev".to_string(),
+    ];
+    // runc applies `ro` to a bind with a remount of its own, so the mount is really read-only.
+    options.push(if m.readonly { "ro" } else { "rw" }.to_string());
+    MountBuilder::default()
+        .destination(PathBuf::from(&m.destination))
+        .typ("bind")
+        .source(m.source.clone())
+        .options(options)
+        .build()
+        .map_err(bad)
+}
+
+/// Later entries of the same NAME replace earlier ones.
+pub fn merge_env(entries: &[String]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for e in entries {
+        let name = e.split('=').next().unwrap_or("");
+        out.retain(|o| o.split('=').next() != Some(name));
+        out.push(e.clone());
+    }
+    out
+}
+
+pub fn build_spec(c: &ContainerConfig) -> Result<Spec> {
+    let mut spec = Spec::default();
+    let mut gids = c.devices.additional_gids.clone();
+    gids.sort_unstable();
+    gids.dedup();
+    let mut env = c.env.clone();
+    env.extend(c.devices.env.iter().cloned());
+    let process = ProcessBuilder::default()
+        .terminal(false)
+        .args(c.args.clone())
+        .env(merge_env(&env))
+        .cwd(PathBuf::from(&c.cwd))
+        .user(
+            UserBuilder::default()
+                .uid(c.uid)
+                .gid(c.gid)
+                .additional_gids(gids)
+                .build()
+                .map_err(bad)?,
+        )
+        .no_new_privileges(true)
+        .build()
+        .map_err(bad)?;
+    spec.set_process(Some(process));
+    spec.set_hostname(Some(c.hostname.clone()));
+    spec.set_root(Some(
+        RootBuilder::default()
+            .path("rootfs")
+            .readonly(false)
+            .build()
+            .map_err(bad)?,
+    ));
+
+    let mut mounts: Vec<Mount> = spec.mounts().clone().unwrap_or_default();
+    mounts.push(
+        MountBuilder::default()
+            .destination("/tmp")
+            .typ("tmpfs")
+            .source("tmpfs")
+            .options(vec![
+                "nosuid".to_string(),
+                "nodev".to_string(),
+                "mode=1777".to_string(),
+                format!("size={}", c.tmp_bytes),
+            ])
+            .build()
+            .map_err(bad)?,
+    );
+    for m in c.binds.iter().chain(c.devices.mounts.iter()) {
+        mounts.push(bind(m)?);
+    }
+    if c.network == Network::Host {
+        for f in ["/etc/resolv.conf", "/etc/hosts"] {
+            if std::path::Path::new(f).exists() {
+                mounts.push(bind(&BindMount {
+                    source: f.into(),
+                    destination: f.into(),
+                    readonly: true,
+                })?);
+            }
+        }
+    }
+    spec.set_mounts(Some(mounts));
+
+    let base = spec.linux().clone().unwrap_or_default();
+    let mut namespaces = base.namespaces().clone().unwrap_or_default();
+    if c.network == Network::Host {
+        namespaces.retain(|n| n.typ() != LinuxNamespaceType::Network);
+    }
+    // Deny every device, then allow the GPU's nodes (runc adds the standard /dev/null & co).
+    let mut rules = vec![LinuxDeviceCgroupBuilder::default()
+        .allow(false)
+        .access("rwm")
+        .build()
+        .map_err(bad)?];
+    let mut devices = Vec::new();
+    for d in &c.devices.devices {
+        let typ = if d.kind == 'b' {
+            LinuxDeviceType::B
+        } else {
+            LinuxDeviceType::C
+        };
+        devices.push(
+            LinuxDeviceBuilder::default()
+                .path(PathBuf::from(&d.path))
+                .typ(typ)
+                .major(d.major)
+                .minor(d.minor)
+                .file_mode(d.file_mode)
+                .uid(d.uid)
+                .gid(d.gid)
+                .build()
+                .map_err(bad)?,
+        );
+        rules.push(
+            LinuxDeviceCgroupBuilder::default()
+                .allow(true)
+                .typ(typ)
+                .major(d.major)
+                .minor(d.minor)
+                .access("rwm")
+                .build()
+                .map_err(bad)?,
+        );
+    }
+    let resources = LinuxResourcesBuilder::default()
+        .devices(rules)
+        .memory(
+            LinuxMemoryBuilder::default()
+                .limit(c.limits.memory_bytes)
+                // Same as the limit: no swap on top of it.
+                .swap(c.limits.memory_bytes)
+                .build()
+                .map_err(bad)?,
+        )
+        .pids(
+            LinuxPidsBuilder::default()
+                .limit(c.limits.pids)
+                .build()
+                .map_err(bad)?,
+        )
+        .cpu(
+            LinuxCpuBuilder::default()
+                .shares(c.limits.cpu_shares)
+                .build()
+                .map_err(bad)?,
+        )
+        .build()
+        .map_err(bad)?;
+    let linux = LinuxBuilder::default()
+        .namespaces(namespaces)
+        .devices(devices)
+        .resources(resources)
+        .masked_paths(base.masked_paths().clone().unwrap_or_default())
+        .readonly_paths(base.readonly_paths().clone().unwrap_or_default())
+        .build()
+        .map_err(bad)?;
+    spec.set_linux(Some(linux));
+    Ok(spec)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gpu::GpuProfile;
+
+    fn config() -> ContainerConfig {
+        ContainerConfig {
+            args: vec![
+                "python3".into(),
+                "scripts/task_runner.py".into(),
+                "compile".into(),
+            ],
+            env: vec![
+                "PATH=/bin".into(),
+                "A=1".into(),
+                "PATH=/usr/bin:/bin".into(),
+            ],
+            cwd: "/task".into(),
+            uid: 0,
+            gid: 0,
+            binds: vec![
+                BindMount {
+                    source: "/srv/ws".into(),
+                    destination: "/workspace".into(),
+                    readonly: false,
+                },
+                BindMount {
+                    source: "/srv/task".into(),
+                    destination: "/reference".into(),
+                    readonly: true,
+                },
+            ],
+            tmp_bytes: 1 << 30,
+            network: Network::None,
+            limits: Limits::default(),
+            devices: DeviceGrant::default(),
+            hostname: "arena".into(),
+        }
+    }
+
+    fn json(s: &Spec) -> serde_json::Value {
+        serde_json::to_value(s).unwrap()
+    }
+
+    #[test]
+    fn mounts_env_limits_and_network_none() {
+        let v = json(&build_spec(&config()).unwrap());
+        assert_eq!(
+            v["process"]["env"],
+            serde_json::json!(["A=1", "PATH=/usr/bin:/bin"])
+        );
+        assert_eq!(v["process"]["cwd"], "/task");
+        assert_eq!(v["process"]["noNewPrivileges"], true);
+        let mounts = v["mounts"].as_array().unwrap();
+        let m = |dst: &str| {
+            mounts
+                .iter()
+                .find(|m| m["destination"] == dst)
+                .unwrap()
+                .clone()
+        };
+        assert_eq!(
+            m("/reference")["options"],
+            serde_json::json!(["rbind", "nosuid", "nodev", "ro"])
+        );
+        assert_eq!(
+            m("/workspace")["options"],
+            serde_json::json!(["rbind", "nosuid", "nodev", "rw"])
+        );
+        assert_eq!(m("/tmp")["type"], "tmpfs");
+        let ns: Vec<_> = v["linux"]["namespaces"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|n| n["type"].clone())
+            .collect();
+        assert!(ns.contains(&serde_json::json!("network")));
+        assert_eq!(v["linux"]["resources"]["pids"]["limit"], 4096);
+        assert_eq!(v["linux"]["resources"]["memory"]["limit"], 16i64 << 30);
+        assert_eq!(
+            v["linux"]["resources"]["devices"],
+            serde_json::json!([{"allow": false, "access": "rwm"}])
+        );
+    }
+
+    #[test]
+    fn host_network_shares_the_host_namespace() {
+        let mut c = config();
+        c.network = Network::Host;
+        let v = json(&build_spec(&c).unwrap());
+        let ns: Vec<_> = v["linux"]["namespaces"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|n| n["type"].clone())
+            .collect();
+        assert!(!ns.contains(&serde_json::json!("network")));
+        assert!(ns.contains(&serde_json::json!("pid")));
+    }
+
+    #[test]
+    fn amd_profile_spec() {
+        let mut c = config();
+        c.devices = GpuProfile::Amd {
+            kfd: "/dev/zero".into(),
+            dri_nodes: vec!["/dev/full".into()],
+        }
+        .resolve()
+        .unwrap();
+        c.devices.additional_gids.push(44);
+        let v = json(&build_spec(&c).unwrap());
+        let devs = v["linux"]["devices"].as_array().unwrap();
+        assert_eq!(devs[0]["path"], "/dev/kfd");
+        assert_eq!(
+            (devs[0]["major"].as_i64(), devs[0]["minor"].as_i64()),
+            (Some(1), Some(5))
+        );
+        assert_eq!(devs[1]["path"], "/dev/dri/full");
+        let rules = v["linux"]["resources"]["devices"].as_array().unwrap();
+        assert_eq!(rules.len(), 3);
+        assert_eq!(
+            rules[1],
+            serde_json::json!({"allow": true, "type": "c", "major": 1, "minor": 5, "access": "rwm"})
+        );
+        assert!(v["process"]["user"]["additionalGids"]
+            .as_array()
+            .unwrap()
+            .contains(&serde_json::json!(44)));
+    }
+
+    #[test]
+    fn nvidia_profile_spec_mounts_driver_read_only() {
+        let d = tempfile::tempdir().unwrap();
+        for n in [
+            "nvidia0",
+            "nvidia3",
+            "nvidiactl",
+            "nvidia-uvm",
+            "nvidia-uvm-tools",
+        ] {
+            std::os::unix::fs::symlink("/dev/null", d.path().join(n)).unwrap();
+        }
+        let mut c = config();
+        c.devices = GpuProfile::Nvidia {
+            dev_dir: d.path().into(),
+            index: 3,
+            driver_dir: Some("/usr/local/nvidia".into()),
+        }
+        .resolve()
+        .unwrap();
+        let v = json(&build_spec(&c).unwrap());
+        let paths: Vec<_> = v["linux"]["devices"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x["path"].as_str().unwrap().to_string())
+            .collect();
+        assert_eq!(
+            paths,
+            [
+                "/dev/nvidia3",
+                "/dev/nvidiactl",
+                "/dev/nvidia-uvm",
+                "/dev/nvidia-uvm-tools"
+            ]
+        );
+        assert!(
+            !paths.contains(&"/dev/nvidia0".to_string()),
+            "only the leased GPU"
+        );
+        let mounts = v["mounts"].as_array().unwrap();
+        let drv = mounts
+            .iter()
+            .find(|m| m["destination"] == "/usr/local/nvidia")
+            .unwrap();
+        assert!(drv["options"]
+            .as_array()
+            .unwrap()
+            .contains(&serde_json::json!("ro")));
+        assert!(v["process"]["env"]
+            .as_array()
+            .unwrap()
+            .contains(&serde_json::json!("CUDA_VISIBLE_DEVICES=0")));
+    }
+}
