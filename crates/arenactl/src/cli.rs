@@ -31,6 +31,24 @@ pub enum Command {
     /// Move locked images between machines as one file (air-gapped labs).
     #[command(subcommand)]
     Bundle(BundleCommand),
+    /// Remove containers, snapshots and leases that arena left in containerd (after a crash).
+    Gc {
+        #[command(flatten)]
+        containerd: ContainerdArgs,
+        #[command(flatten)]
+        out: JsonFlag,
+    },
+}
+
+/// Which containerd to talk to.
+#[derive(Debug, Args, Clone)]
+pub struct ContainerdArgs {
+    /// containerd's socket.
+    #[arg(long = "containerd", value_name = "SOCKET", default_value = arena_runtime::DEFAULT_SOCKET)]
+    pub socket: PathBuf,
+    /// containerd namespace of arena's images and containers.
+    #[arg(long, default_value = arena_runtime::DEFAULT_NAMESPACE)]
+    pub namespace: String,
 }
 
 #[derive(Debug, Subcommand)]
@@ -96,6 +114,17 @@ pub enum ImageCommand {
         recipe: PathBuf,
         #[command(flatten)]
         store: StoreArgs,
+        #[command(flatten)]
+        out: JsonFlag,
+    },
+    /// Import every image of a lockfile from the store into containerd and verify its digest.
+    Load {
+        #[arg(long, value_name = "FILE")]
+        image_lock: PathBuf,
+        #[command(flatten)]
+        store: StoreArgs,
+        #[command(flatten)]
+        containerd: ContainerdArgs,
         #[command(flatten)]
         out: JsonFlag,
     },

@@ -27,6 +27,7 @@ fn main() -> ExitCode {
         Command::Image(i) => cmd::image::run(i),
         Command::Lock(l) => cmd::image::lock(l),
         Command::Bundle(b) => cmd::bundle::run(b),
+        Command::Gc { containerd, out } => cmd::containerd::gc(&containerd, out.json),
     };
     match result {
         Ok(Outcome::Ok) => ExitCode::SUCCESS,

@@ -38,6 +38,12 @@ pub fn run(cmd: ImageCommand) -> anyhow::Result<Outcome> {
             }
             Ok(Outcome::Ok)
         }
+        ImageCommand::Load {
+            image_lock,
+            store,
+            containerd,
+            out,
+        } => super::containerd::load(&image_lock, &store.store()?, &containerd, out.json),
         ImageCommand::Verify {
             image_lock,
             store,

@@ -1,4 +1,5 @@
 pub mod bundle;
+pub mod containerd;
 pub mod image;
 pub mod score;
 pub mod task;

@@ -1,0 +1,66 @@
+//! `arenactl image load` and `arenactl gc`: arena's images and leftovers in containerd.
+
+use std::path::Path;
+
+use arena_image::{Lockfile, Store};
+use arena_runtime::Containerd;
+
+use super::{print_json, Outcome};
+use crate::cli::ContainerdArgs;
+
+fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    Ok(tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?)
+}
+
+async fn connect(args: &ContainerdArgs) -> anyhow::Result<Containerd> {
+    Ok(Containerd::connect(&args.socket, &args.namespace).await?)
+}
+
+pub fn load(
+    lockfile: &Path,
+    store: &Store,
+    args: &ContainerdArgs,
+    json: bool,
+) -> anyhow::Result<Outcome> {
+    let lock = Lockfile::load(lockfile)?;
+    let loaded = runtime()?.block_on(async {
+        let c = connect(args).await?;
+        let mut loaded = Vec::new();
+        for rec in &lock.images {
+            let who = rec.task.clone().unwrap_or_else(|| rec.name.clone());
+            let image = arena_runtime::ensure_image(&c, store, rec)
+                .await
+                .map_err(|e| anyhow::anyhow!("{who}: {e}"))?;
+            if !json {
+                println!("{}  {}", image.manifest, image.name);
+            }
+            loaded.push(serde_json::json!({"name": image.name, "task": rec.task, "manifest": image.manifest}));
+        }
+        anyhow::Ok(loaded)
+    })?;
+    if json {
+        print_json(&serde_json::json!({"namespace": args.namespace, "images": loaded}))?;
+    }
+    Ok(Outcome::Ok)
+}
+
+pub fn gc(args: &ContainerdArgs, json: bool) -> anyhow::Result<Outcome> {
+    let removed = runtime()?.block_on(async {
+        let c = connect(args).await?;
+        anyhow::Ok(arena_runtime::gc::gc(&c).await?)
+    })?;
+    if json {
+        print_json(&removed)?;
+    } else {
+        println!(
+            "removed {} containers, {} snapshots, {} leases from namespace {}",
+            removed.containers.len(),
+            removed.snapshots.len(),
+            removed.leases.len(),
+            args.namespace
+        );
+    }
+    Ok(Outcome::Ok)
+}
