@@ -122,9 +122,10 @@ impl Store {
         Ok(d)
     }
 
-    pub fn read_blob(&self, d: &Digest) -> Result<Vec<u8>> {
+    /// Opens a blob; a missing one is named by its digest.
+    fn open_blob(&self, d: &Digest) -> Result<std::fs::File> {
         let p = self.blob_path(d);
-        let data = std::fs::read(&p).map_err(|e| {
+        std::fs::File::open(&p).map_err(|e| {
             if e.kind() == std::io::ErrorKind::NotFound {
                 ImageError::Missing {
                     path: self.root.clone(),
@@ -133,11 +134,17 @@ impl Store {
             } else {
                 ImageError::io(&p, e)
             }
-        })?;
+        })
+    }
+
+    pub fn read_blob(&self, d: &Digest) -> Result<Vec<u8>> {
+        let mut data = Vec::new();
+        std::io::Read::read_to_end(&mut self.open_blob(d)?, &mut data)
+            .map_err(|e| ImageError::io(self.blob_path(d), e))?;
         let found = Digest::of_bytes(&data);
         if &found != d {
             return Err(ImageError::DigestMismatch {
-                what: format!("blob {}", p.display()),
+                what: format!("blob {}", self.blob_path(d).display()),
                 expected: d.to_string(),
                 found: found.to_string(),
             });
@@ -148,16 +155,7 @@ impl Store {
     /// Re-hashes a blob and checks its size: the store is not trusted blindly.
     pub fn verify_blob(&self, d: &Digest, size: Option<u64>) -> Result<()> {
         let p = self.blob_path(d);
-        let f = std::fs::File::open(&p).map_err(|e| {
-            if e.kind() == std::io::ErrorKind::NotFound {
-                ImageError::Missing {
-                    path: self.root.clone(),
-                    what: format!("blob {d}"),
-                }
-            } else {
-                ImageError::io(&p, e)
-            }
-        })?;
+        let f = self.open_blob(d)?;
         let mut r = HashingReader::new(std::io::BufReader::with_capacity(1 << 20, f));
         std::io::copy(&mut r, &mut std::io::sink()).map_err(|e| ImageError::io(&p, e))?;
         let (found, n) = r.finish();
