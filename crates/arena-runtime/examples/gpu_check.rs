@@ -11,7 +11,7 @@ use std::time::Duration;
 use arena_image::{ImageRecord, Store};
 use arena_runtime::{
     ensure_image, run_container, BindMount, ContainerConfig, Containerd, GpuProfile, Limits,
-    Network, RunRequest,
+    RunRequest,
 };
 
 #[tokio::main]
@@ -95,20 +95,15 @@ async fn main() {
                 id: format!("gpu-check-{i}"),
                 image: image.clone(),
                 config: ContainerConfig {
-                    args,
                     env: env.clone(),
-                    cwd: "/".into(),
-                    uid: 0,
-                    gid: 0,
                     binds: binds.clone(),
                     tmp_bytes: 4 << 30,
-                    network: Network::None,
                     limits: Limits {
                         memory_bytes: 64 << 30,
                         ..Limits::default()
                     },
                     devices: devices.clone(),
-                    hostname: "gpu-check".into(),
+                    ..ContainerConfig::command(&args.iter().map(String::as_str).collect::<Vec<_>>())
                 },
                 timeout: Duration::from_secs(400),
                 log_dir: PathBuf::from(out),

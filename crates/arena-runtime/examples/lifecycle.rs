@@ -6,9 +6,7 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use arena_runtime::{
-    run_container, ContainerConfig, Containerd, DeviceGrant, ImageRef, Limits, Network, RunRequest,
-};
+use arena_runtime::{run_container, ContainerConfig, Containerd, ImageRef, RunRequest};
 
 #[tokio::main]
 async fn main() {
@@ -39,19 +37,7 @@ async fn main() {
             RunRequest {
                 id: format!("bench-{i}"),
                 image: image.clone(),
-                config: ContainerConfig {
-                    args: vec!["/bin/true".into()],
-                    env: vec!["PATH=/usr/bin:/bin".into()],
-                    cwd: "/".into(),
-                    uid: 0,
-                    gid: 0,
-                    binds: Vec::new(),
-                    tmp_bytes: 64 << 20,
-                    network: Network::None,
-                    limits: Limits::default(),
-                    devices: DeviceGrant::default(),
-                    hostname: "bench".into(),
-                },
+                config: ContainerConfig::command(&["/bin/true"]),
                 timeout: Duration::from_secs(60),
                 log_dir: logs.path().into(),
                 log_cap: 1 << 16,

@@ -59,6 +59,26 @@ pub struct ContainerConfig {
     pub hostname: String,
 }
 
+impl ContainerConfig {
+    /// A container running `args` as root in `/`, with the usual PATH, no binds, a 64 MiB /tmp,
+    /// no network, default limits and no devices; callers change what their container needs.
+    pub fn command(args: &[&str]) -> ContainerConfig {
+        ContainerConfig {
+            args: args.iter().map(|s| s.to_string()).collect(),
+            env: vec!["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin".into()],
+            cwd: "/".into(),
+            uid: 0,
+            gid: 0,
+            binds: Vec::new(),
+            tmp_bytes: 64 << 20,
+            network: Network::None,
+            limits: Limits::default(),
+            devices: DeviceGrant::default(),
+            hostname: "arena".into(),
+        }
+    }
+}
+
 fn bad(e: oci_spec::OciSpecError) -> RuntimeError {
     RuntimeError::invalid("runtime spec", e.to_string())
 }

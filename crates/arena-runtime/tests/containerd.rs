@@ -13,8 +13,8 @@ use std::time::Duration;
 use arena_image::{build, BuildContext, ImageRecord, ImageSpec, LoadedRecipe, NoProgress, Store};
 use arena_runtime::gc::{gc, leftovers};
 use arena_runtime::{
-    ensure_image, run_container, BindMount, ContainerConfig, Containerd, DeviceGrant, GpuProfile,
-    ImageRef, Limits, Network, RunOutcome, RunRequest, RuntimeError,
+    ensure_image, run_container, BindMount, ContainerConfig, Containerd, GpuProfile, ImageRef,
+    Limits, Network, RunOutcome, RunRequest, RuntimeError,
 };
 
 fn repo() -> PathBuf {
@@ -135,19 +135,7 @@ impl Drop for Daemon {
 }
 
 fn config(args: &[&str]) -> ContainerConfig {
-    ContainerConfig {
-        args: args.iter().map(|s| s.to_string()).collect(),
-        env: vec!["PATH=/usr/bin:/bin".into()],
-        cwd: "/".into(),
-        uid: 0,
-        gid: 0,
-        binds: Vec::new(),
-        tmp_bytes: 64 << 20,
-        network: Network::None,
-        limits: Limits::default(),
-        devices: DeviceGrant::default(),
-        hostname: "arena-test".into(),
-    }
+    ContainerConfig::command(args)
 }
 
 async fn run(
