@@ -8,6 +8,7 @@ pub mod discover;
 pub mod error;
 mod fields;
 pub mod paths;
+pub mod shapes;
 pub mod task;
 pub mod task_type;
 

@@ -1,0 +1,483 @@
+//! The visible shape declaration of a task runner: the module-level `TEST_SHAPES = [...]`
+//! literal (AgentKernelArena's vllm convention). Read without running Python, and rewritten
+//! in place (the evaluator's private harness copy gets the hidden unseen shapes this way).
+//! Anything that is not a literal — a comprehension, a name, arithmetic — is refused: such
+//! shapes cannot be read or replaced safely.
+
+use std::fmt::Write;
+
+/// A Python literal value as it appears in a shape list.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Value {
+    Int(i64),
+    Float(f64),
+    Str(String),
+    Bool(bool),
+    None,
+    Tuple(Vec<Value>),
+    List(Vec<Value>),
+}
+
+impl Value {
+    pub fn as_int(&self) -> Option<i64> {
+        match self {
+            Value::Int(i) => Some(*i),
+            _ => None,
+        }
+    }
+
+    /// Renders as Python source (a 1-tuple keeps its comma).
+    pub fn to_python(&self) -> String {
+        let mut s = String::new();
+        self.write_python(&mut s);
+        s
+    }
+
+    fn write_python(&self, out: &mut String) {
+        let seq = |out: &mut String, items: &[Value], open: char, close: char, tuple: bool| {
+            out.push(open);
+            for (i, v) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                v.write_python(out);
+            }
+            if tuple && items.len() == 1 {
+                out.push(',');
+            }
+            out.push(close);
+        };
+        match self {
+            Value::Int(i) => {
+                let _ = write!(out, "{i}");
+            }
+            Value::Float(f) => {
+                let _ = write!(out, "{f:?}");
+            }
+            Value::Str(s) => {
+                out.push('"');
+                for c in s.chars() {
+                    match c {
+                        '"' => out.push_str("\\\""),
+                        '\\' => out.push_str("\\\\"),
+                        '\n' => out.push_str("\\n"),
+                        c => out.push(c),
+                    }
+                }
+                out.push('"');
+            }
+            Value::Bool(b) => out.push_str(if *b { "True" } else { "False" }),
+            Value::None => out.push_str("None"),
+            Value::Tuple(items) => seq(out, items, '(', ')', true),
+            Value::List(items) => seq(out, items, '[', ']', false),
+        }
+    }
+}
+
+/// The declaration found in a file: its entries and the byte range of the literal.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ShapeDecl {
+    pub name: String,
+    pub entries: Vec<Value>,
+    /// Byte range of the `[...]` literal in the source.
+    pub span: (usize, usize),
+    /// 1-based line of the assignment.
+    pub line: usize,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ShapeError {
+    #[error("no module-level `{0} = [...]` assignment")]
+    NotFound(String),
+    #[error("line {line}: {name} is not a literal list ({what}); computed shapes cannot be read or replaced")]
+    NotLiteral {
+        name: String,
+        line: usize,
+        what: String,
+    },
+    #[error("line {line}: {message}")]
+    Syntax { line: usize, message: String },
+}
+
+struct Parser<'a> {
+    src: &'a str,
+    pos: usize,
+    name: &'a str,
+}
+
+impl<'a> Parser<'a> {
+    fn line(&self) -> usize {
+        self.src[..self.pos].matches('\n').count() + 1
+    }
+
+    fn peek(&self) -> Option<char> {
+        self.src[self.pos..].chars().next()
+    }
+
+    /// Skips whitespace, newlines, line continuations and comments.
+    fn skip(&mut self) {
+        while let Some(c) = self.peek() {
+            if c.is_whitespace() || c == '\\' {
+                self.pos += c.len_utf8();
+            } else if c == '#' {
+                while let Some(c) = self.peek() {
+                    if c == '\n' {
+                        break;
+                    }
+                    self.pos += c.len_utf8();
+                }
+            } else {
+                break;
+            }
+        }
+    }
+
+    fn not_literal(&self, what: impl Into<String>) -> ShapeError {
+        ShapeError::NotLiteral {
+            name: self.name.to_string(),
+            line: self.line(),
+            what: what.into(),
+        }
+    }
+
+    fn value(&mut self) -> Result<Value, ShapeError> {
+        self.skip();
+        let c = self.peek().ok_or(ShapeError::Syntax {
+            line: self.line(),
+            message: "unexpected end of file".into(),
+        })?;
+        match c {
+            '[' | '(' => {
+                let close = if c == '[' { ']' } else { ')' };
+                self.pos += 1;
+                let mut items = Vec::new();
+                let mut had_comma = false;
+                loop {
+                    self.skip();
+                    match self.peek() {
+                        Some(x) if x == close => {
+                            self.pos += 1;
+                            break;
+                        }
+                        None => {
+                            return Err(ShapeError::Syntax {
+                                line: self.line(),
+                                message: format!("unclosed `{c}`"),
+                            })
+                        }
+                        _ => {}
+                    }
+                    items.push(self.value()?);
+                    self.skip();
+                    match self.peek() {
+                        Some(',') => {
+                            self.pos += 1;
+                            had_comma = true;
+                        }
+                        Some(x) if x == close => {}
+                        Some(other) => {
+                            return Err(self.not_literal(format!("`{other}` after an entry")))
+                        }
+                        None => {
+                            return Err(ShapeError::Syntax {
+                                line: self.line(),
+                                message: format!("unclosed `{c}`"),
+                            })
+                        }
+                    }
+                }
+                Ok(if c == '[' {
+                    Value::List(items)
+                } else if items.len() == 1 && !had_comma {
+                    // `(x)` is x in parentheses, not a tuple.
+                    items.pop().expect("one item")
+                } else {
+                    Value::Tuple(items)
+                })
+            }
+            '"' | '\'' => self.string(c),
+            '-' | '+' | '0'..='9' | '.' => self.number(),
+            _ => {
+                let word: String = self.src[self.pos..]
+                    .chars()
+                    .take_while(|c| c.is_alphanumeric() || *c == '_' || *c == '.')
+                    .collect();
+                match word.as_str() {
+                    "True" | "False" | "None" => {
+                        self.pos += word.len();
+                        Ok(match word.as_str() {
+                            "True" => Value::Bool(true),
+                            "False" => Value::Bool(false),
+                            _ => Value::None,
+                        })
+                    }
+                    "" => Err(self.not_literal(format!("`{c}`"))),
+                    w => Err(self.not_literal(format!("the name `{w}`"))),
+                }
+            }
+        }
+    }
+
+    fn string(&mut self, quote: char) -> Result<Value, ShapeError> {
+        self.pos += 1;
+        let mut s = String::new();
+        while let Some(c) = self.peek() {
+            self.pos += c.len_utf8();
+            match c {
+                '\\' => {
+                    if let Some(n) = self.peek() {
+                        self.pos += n.len_utf8();
+                        s.push(match n {
+                            'n' => '\n',
+                            't' => '\t',
+                            other => other,
+                        });
+                    }
+                }
+                c if c == quote => return Ok(Value::Str(s)),
+                '\n' => break,
+                c => s.push(c),
+            }
+        }
+        Err(ShapeError::Syntax {
+            line: self.line(),
+            message: "unterminated string".into(),
+        })
+    }
+
+    fn number(&mut self) -> Result<Value, ShapeError> {
+        let start = self.pos;
+        let text: String = self.src[self.pos..]
+            .chars()
+            .enumerate()
+            .take_while(|(i, c)| {
+                c.is_ascii_alphanumeric()
+                    || *c == '.'
+                    || *c == '_'
+                    || ((*c == '-' || *c == '+') && *i == 0)
+            })
+            .map(|(_, c)| c)
+            .collect();
+        self.pos += text.len();
+        let clean = text.replace('_', "");
+        // Arithmetic right after a number (`2 * 1024`) is a computed shape.
+        self.skip();
+        if let Some(op @ ('*' | '+' | '-' | '/' | '%' | '<' | '>')) = self.peek() {
+            self.pos = start;
+            return Err(self.not_literal(format!("arithmetic `{text} {op} …`")));
+        }
+        if let Ok(i) = clean.parse::<i64>() {
+            return Ok(Value::Int(i));
+        }
+        if let Ok(f) = clean.parse::<f64>() {
+            return Ok(Value::Float(f));
+        }
+        self.pos = start;
+        Err(self.not_literal(format!("`{text}`")))
+    }
+}
+
+/// Finds `name = [...]` at the start of a line (module level) and reads its literal.
+pub fn read_decl(src: &str, name: &str) -> Result<ShapeDecl, ShapeError> {
+    let mut offset = 0;
+    for line in src.split_inclusive('\n') {
+        let rest = line.strip_prefix(name);
+        let assign = rest.map(|r| r.trim_start()).and_then(|r| {
+            // `TEST_SHAPES = …` or `TEST_SHAPES: list[...] = …`, not `==` or a longer name.
+            let r = if let Some(annot) = r.strip_prefix(':') {
+                annot.split_once('=').map(|(_, v)| v)?
+            } else {
+                r.strip_prefix('=').filter(|v| !v.starts_with('='))?
+            };
+            Some(r)
+        });
+        if let Some(value) = assign {
+            let value_start = offset + line.len() - value.len();
+            let mut p = Parser {
+                src,
+                pos: value_start,
+                name,
+            };
+            p.skip();
+            let start = p.pos;
+            let line_no = src[..offset].matches('\n').count() + 1;
+            if p.peek() != Some('[') {
+                let what: String = src[start..]
+                    .chars()
+                    .take_while(|c| *c != '\n')
+                    .take(40)
+                    .collect();
+                return Err(ShapeError::NotLiteral {
+                    name: name.into(),
+                    line: line_no,
+                    what: format!("`{}`", what.trim()),
+                });
+            }
+            let v = p.value()?;
+            let end = p.pos;
+            // Anything but a comment after the literal (`+ MORE`, `* 2`) makes it computed.
+            let tail: String = src[end..].chars().take_while(|c| *c != '\n').collect();
+            let tail = tail.trim();
+            if !tail.is_empty() && !tail.starts_with('#') {
+                return Err(ShapeError::NotLiteral {
+                    name: name.into(),
+                    line: line_no,
+                    what: format!("`{tail}` after the list"),
+                });
+            }
+            let Value::List(entries) = v else {
+                unreachable!("starts with [")
+            };
+            return Ok(ShapeDecl {
+                name: name.into(),
+                entries,
+                span: (start, end),
+                line: line_no,
+            });
+        }
+        offset += line.len();
+    }
+    Err(ShapeError::NotFound(name.into()))
+}
+
+/// The source with the declaration's literal replaced by `entries` (one per line).
+pub fn rewrite(src: &str, decl: &ShapeDecl, entries: &[Value]) -> String {
+    let mut lit = String::from("[\n");
+    for e in entries {
+        let _ = writeln!(lit, "    {},", e.to_python());
+    }
+    lit.push(']');
+    format!("{}{}{}", &src[..decl.span.0], lit, &src[decl.span.1..])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t(v: &[i64]) -> Value {
+        Value::Tuple(v.iter().map(|i| Value::Int(*i)).collect())
+    }
+
+    const VLLM: &str = r#"import torch
+
+# Visible test shapes: (rows, columns)
+TEST_SHAPES = [
+    (1, 128),   # tiny
+    (64, 1000),
+    # (9999, 9999), a commented-out shape is not a shape
+    (256, 4_096),
+]
+WARMUP_ITERATIONS = 10
+
+def f():
+    TEST_SHAPES = [(1, 2)]  # a local, not the module-level declaration
+"#;
+
+    #[test]
+    fn reads_tuples_comments_and_trailing_commas() {
+        let d = read_decl(VLLM, "TEST_SHAPES").unwrap();
+        assert_eq!(
+            d.entries,
+            vec![t(&[1, 128]), t(&[64, 1000]), t(&[256, 4096])]
+        );
+        assert_eq!(d.line, 4);
+        assert_eq!(&VLLM[d.span.0..d.span.0 + 1], "[");
+        assert_eq!(&VLLM[d.span.1 - 1..d.span.1], "]");
+    }
+
+    #[test]
+    fn nested_tuples_dtypes_and_one_tuples() {
+        let src =
+            "TEST_SHAPES = [((2, 3), 'float16'), (7,), (\"bf16\", None, True, -1, 0.5), [1, 2]]\n";
+        let d = read_decl(src, "TEST_SHAPES").unwrap();
+        assert_eq!(
+            d.entries,
+            vec![
+                Value::Tuple(vec![t(&[2, 3]), Value::Str("float16".into())]),
+                t(&[7]),
+                Value::Tuple(vec![
+                    Value::Str("bf16".into()),
+                    Value::None,
+                    Value::Bool(true),
+                    Value::Int(-1),
+                    Value::Float(0.5)
+                ]),
+                Value::List(vec![Value::Int(1), Value::Int(2)]),
+            ]
+        );
+        assert_eq!(t(&[7]).to_python(), "(7,)");
+        assert_eq!(d.entries[0].to_python(), "((2, 3), \"float16\")");
+    }
+
+    #[test]
+    fn annotated_assignment() {
+        let d = read_decl(
+            "TEST_SHAPES: list[tuple[int, int]] = [(1, 2)]\n",
+            "TEST_SHAPES",
+        )
+        .unwrap();
+        assert_eq!(d.entries, vec![t(&[1, 2])]);
+    }
+
+    #[test]
+    fn computed_shapes_are_refused() {
+        for (src, what) in [
+            (
+                "TEST_SHAPES = [(n, 2 * n) for n in SIZES]\n",
+                "the name `n`",
+            ),
+            ("TEST_SHAPES = [(B, 128)]\n", "the name `B`"),
+            ("TEST_SHAPES = [(2 * 1024, 8)]\n", "arithmetic `2 * …`"),
+            ("TEST_SHAPES = BASE + [(1, 2)]\n", "`BASE + [(1, 2)]`"),
+            (
+                "TEST_SHAPES = [(1, 2)] + EXTRA\n",
+                "`+ EXTRA` after the list",
+            ),
+            ("TEST_SHAPES = make_shapes()\n", "`make_shapes()`"),
+        ] {
+            let e = read_decl(src, "TEST_SHAPES").unwrap_err();
+            assert!(matches!(e, ShapeError::NotLiteral { .. }), "{src}: {e}");
+            assert!(e.to_string().contains(what), "{src}: {e}");
+            assert!(
+                e.to_string().contains("computed shapes cannot be read"),
+                "{e}"
+            );
+        }
+        assert_eq!(
+            read_decl("SHAPES = []\nTEST_SHAPES_X = []\n", "TEST_SHAPES").unwrap_err(),
+            ShapeError::NotFound("TEST_SHAPES".into())
+        );
+        assert!(matches!(
+            read_decl("TEST_SHAPES = [(1, 2)\n", "TEST_SHAPES").unwrap_err(),
+            ShapeError::Syntax { .. }
+        ));
+    }
+
+    #[test]
+    fn rewrite_replaces_only_the_literal() {
+        let d = read_decl(VLLM, "TEST_SHAPES").unwrap();
+        let new = vec![t(&[37, 131]), t(&[1, 65536])];
+        let out = rewrite(VLLM, &d, &new);
+        assert!(out.starts_with("import torch\n\n# Visible test shapes: (rows, columns)\nTEST_SHAPES = [\n    (37, 131),\n    (1, 65536),\n]\nWARMUP_ITERATIONS = 10\n"), "{out}");
+        assert!(out.ends_with(
+            "    TEST_SHAPES = [(1, 2)]  # a local, not the module-level declaration\n"
+        ));
+        assert_eq!(read_decl(&out, "TEST_SHAPES").unwrap().entries, new);
+    }
+
+    #[test]
+    fn the_sample_tasks_declarations_read() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tasks");
+        for (task, n) in [
+            ("python2python/arena/prefix_sum", 3),
+            ("python2python/arena/matmul", 3),
+            ("triton2triton/arena/row_softmax", 5),
+            ("triton2triton/arena/add_rmsnorm", 5),
+        ] {
+            let src =
+                std::fs::read_to_string(root.join(task).join("scripts/task_runner.py")).unwrap();
+            let d = read_decl(&src, "TEST_SHAPES").unwrap();
+            assert_eq!(d.entries.len(), n, "{task}");
+        }
+    }
+}
