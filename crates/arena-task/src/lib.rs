@@ -11,6 +11,7 @@ pub mod paths;
 pub mod shapes;
 pub mod task;
 pub mod task_type;
+pub mod unseen;
 
 pub use config::{PromptConfig, TaskConfig};
 pub use digest::{task_digest, task_tree, EntryKind, TreeEntry};

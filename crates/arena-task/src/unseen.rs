@@ -1,0 +1,447 @@
+//! Hidden unseen configurations: generated per task from its visible shape declaration, across
+//! the six categories of the AgentKernelArena paper, deterministic for a seed, each tagged with
+//! its category, none equal to a visible shape, none over a device-memory budget.
+
+use serde::{Deserialize, Serialize};
+
+use crate::shapes::Value;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Category {
+    EdgeCase,
+    ScaleUp,
+    ScaleDown,
+    AlignmentStress,
+    Asymmetric,
+    ProductionRealistic,
+}
+
+pub const CATEGORIES: [Category; 6] = [
+    Category::EdgeCase,
+    Category::ScaleUp,
+    Category::ScaleDown,
+    Category::AlignmentStress,
+    Category::Asymmetric,
+    Category::ProductionRealistic,
+];
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UnseenConfig {
+    pub category: Category,
+    /// The entry as Python source, ready to go into the rewritten declaration.
+    pub entry: String,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub struct GenOptions {
+    pub seed: u64,
+    pub per_task: usize,
+    /// Estimated device memory a config may need (bytes).
+    pub memory_budget: u64,
+}
+
+impl Default for GenOptions {
+    fn default() -> Self {
+        GenOptions {
+            seed: 0,
+            per_task: 8,
+            memory_budget: 8 << 30,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum GenError {
+    #[error("no visible shapes to start from")]
+    Empty,
+    #[error("entries differ in form (entry {index} is `{entry}`); cannot infer dimension roles")]
+    Mixed { index: usize, entry: String },
+    #[error("no integer dimensions in the visible shapes")]
+    NoDimensions,
+}
+
+/// splitmix64: a tiny, stable generator (same seed, same numbers, on every platform).
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    fn pick<T: Copy>(&mut self, xs: &[T]) -> T {
+        xs[(self.next() % xs.len() as u64) as usize]
+    }
+}
+
+/// Stable 64-bit hash of a string (FNV-1a), to give each task its own stream.
+fn fnv(s: &str) -> u64 {
+    s.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ b as u64).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+/// The flattened form of an entry: integer dimensions and the other leaves (dtypes, flags).
+fn leaves(v: &Value, out: &mut Vec<Value>) {
+    match v {
+        Value::Tuple(xs) | Value::List(xs) => xs.iter().for_each(|x| leaves(x, out)),
+        other => out.push(other.clone()),
+    }
+}
+
+/// Rebuilds an entry of the same nesting as `template` from flat leaves.
+fn rebuild(template: &Value, flat: &mut std::slice::Iter<'_, Value>) -> Value {
+    match template {
+        Value::Tuple(xs) => Value::Tuple(xs.iter().map(|x| rebuild(x, flat)).collect()),
+        Value::List(xs) => Value::List(xs.iter().map(|x| rebuild(x, flat)).collect()),
+        _ => flat.next().cloned().unwrap_or(Value::None),
+    }
+}
+
+fn form(v: &Value) -> String {
+    match v {
+        Value::Tuple(xs) => format!("({})", xs.iter().map(form).collect::<Vec<_>>().join(",")),
+        Value::List(xs) => format!("[{}]", xs.iter().map(form).collect::<Vec<_>>().join(",")),
+        Value::Int(_) => "i".into(),
+        _ => "v".into(),
+    }
+}
+
+fn dtype_bytes(leaves: &[Value]) -> u64 {
+    for l in leaves {
+        if let Value::Str(s) = l {
+            let s = s.to_ascii_lowercase();
+            if s.contains("16") {
+                return 2;
+            }
+            if s.contains("8") {
+                return 1;
+            }
+            if s.contains("64") {
+                return 8;
+            }
+        }
+    }
+    4
+}
+
+/// A deliberately generous estimate: four tensors the size of the largest product of two
+/// dimensions (or of all of them for 1-D and 2-D shapes).
+pub fn memory_estimate(flat: &[Value]) -> u64 {
+    let dims: Vec<u64> = flat
+        .iter()
+        .filter_map(|v| v.as_int())
+        .map(|i| i.max(1) as u64)
+        .collect();
+    let elems: u64 = if dims.len() <= 2 {
+        dims.iter().product()
+    } else {
+        let mut best = 1u64;
+        for i in 0..dims.len() {
+            for j in i + 1..dims.len() {
+                best = best.max(dims[i].saturating_mul(dims[j]));
+            }
+        }
+        best
+    };
+    elems.saturating_mul(dtype_bytes(flat)).saturating_mul(4)
+}
+
+const PRIMES: &[i64] = &[
+    3, 7, 13, 37, 61, 97, 131, 257, 509, 1021, 2053, 4003, 8191, 16381, 32749,
+];
+const TOKENS: &[i64] = &[1, 7, 128, 512, 2048, 4096];
+const HIDDEN: &[i64] = &[2048, 2880, 4096, 5120, 7168, 8192];
+
+/// Generates `per_task` configurations, cycling through the six categories.
+pub fn generate(
+    task_id: &str,
+    visible: &[Value],
+    opts: GenOptions,
+) -> Result<Vec<UnseenConfig>, GenError> {
+    let first = visible.first().ok_or(GenError::Empty)?;
+    let shape = form(first);
+    for (i, v) in visible.iter().enumerate() {
+        if form(v) != shape {
+            return Err(GenError::Mixed {
+                index: i,
+                entry: v.to_python(),
+            });
+        }
+    }
+    let flats: Vec<Vec<Value>> = visible
+        .iter()
+        .map(|v| {
+            let mut f = Vec::new();
+            leaves(v, &mut f);
+            f
+        })
+        .collect();
+    let dim_pos: Vec<usize> = (0..flats[0].len())
+        .filter(|&i| flats[0][i].as_int().is_some())
+        .collect();
+    if dim_pos.is_empty() {
+        return Err(GenError::NoDimensions);
+    }
+    let max_of = |p: usize| {
+        flats
+            .iter()
+            .filter_map(|f| f[p].as_int())
+            .max()
+            .unwrap_or(1)
+    };
+    let min_of = |p: usize| {
+        flats
+            .iter()
+            .filter_map(|f| f[p].as_int())
+            .min()
+            .unwrap_or(1)
+    };
+    // The dominant dimension: the one with the largest visible value.
+    let dominant = *dim_pos
+        .iter()
+        .max_by_key(|&&p| (max_of(p), std::cmp::Reverse(p)))
+        .expect("non-empty");
+    let largest = flats
+        .iter()
+        .max_by_key(|f| memory_estimate(f))
+        .expect("non-empty")
+        .clone();
+    let smallest = flats
+        .iter()
+        .min_by_key(|f| memory_estimate(f))
+        .expect("non-empty")
+        .clone();
+
+    let mut rng = Rng(opts.seed ^ fnv(task_id));
+    let visible_src: Vec<String> = visible.iter().map(Value::to_python).collect();
+    let mut out: Vec<UnseenConfig> = Vec::new();
+    let mut attempts = 0;
+    while out.len() < opts.per_task && attempts < opts.per_task * 64 {
+        let category = CATEGORIES[(attempts + out.len()) % CATEGORIES.len()];
+        attempts += 1;
+        // Start from a visible entry (its dtype and flags are kept).
+        let mut f = flats[(rng.next() % flats.len() as u64) as usize].clone();
+        let set = |f: &mut Vec<Value>, p: usize, v: i64| f[p] = Value::Int(v.max(1));
+        match category {
+            Category::EdgeCase => {
+                // Batch of 1, and a dimension exactly a common block size.
+                set(&mut f, dim_pos[0], 1);
+                if dim_pos.len() > 1 {
+                    let p = dim_pos[1 + (rng.next() % (dim_pos.len() as u64 - 1)) as usize];
+                    set(&mut f, p, rng.pick(&[16, 32, 64, 128, 256, 1024]));
+                } else {
+                    f = smallest.clone();
+                    set(&mut f, dim_pos[0], rng.pick(&[1, 2, 64, 128]));
+                }
+            }
+            Category::ScaleUp => {
+                f = largest.clone();
+                let k = rng.pick(&[2, 3, 4]);
+                set(&mut f, dominant, max_of(dominant) * k);
+            }
+            Category::ScaleDown => {
+                f = smallest.clone();
+                let k = rng.pick(&[2, 4, 8]);
+                set(&mut f, dominant, (min_of(dominant) / k).max(1));
+            }
+            Category::AlignmentStress => {
+                for &p in &dim_pos {
+                    // A prime near the visible range of this dimension.
+                    let hi = max_of(p).max(3);
+                    let near: Vec<i64> = PRIMES.iter().copied().filter(|&q| q <= hi * 2).collect();
+                    set(
+                        &mut f,
+                        p,
+                        rng.pick(if near.is_empty() { PRIMES } else { &near }),
+                    );
+                }
+            }
+            Category::Asymmetric => {
+                if dim_pos.len() > 1 {
+                    set(&mut f, dim_pos[0], 1);
+                    set(
+                        &mut f,
+                        dominant,
+                        (max_of(dominant) * 8).min(65536).max(max_of(dominant) + 1),
+                    );
+                    if dominant == dim_pos[0] {
+                        set(&mut f, dim_pos[1], 65536);
+                    }
+                } else {
+                    set(&mut f, dim_pos[0], rng.pick(&[65537, 131071]));
+                }
+            }
+            Category::ProductionRealistic => {
+                if dim_pos.len() >= 2 {
+                    set(&mut f, dim_pos[0], rng.pick(TOKENS));
+                    for &p in &dim_pos[1..] {
+                        set(&mut f, p, rng.pick(HIDDEN));
+                    }
+                } else {
+                    set(&mut f, dim_pos[0], rng.pick(TOKENS) * rng.pick(HIDDEN));
+                }
+            }
+        }
+        if memory_estimate(&f) > opts.memory_budget {
+            continue;
+        }
+        let entry = rebuild(first, &mut f.iter()).to_python();
+        if visible_src.contains(&entry) || out.iter().any(|o| o.entry == entry) {
+            continue;
+        }
+        out.push(UnseenConfig { category, entry });
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::shapes::read_decl;
+
+    fn visible(src: &str) -> Vec<Value> {
+        read_decl(src, "TEST_SHAPES").unwrap().entries
+    }
+
+    #[test]
+    fn same_seed_same_configs_new_seed_new_configs() {
+        let v = visible("TEST_SHAPES = [(1, 128), (64, 1000), (256, 4096), (1024, 8192)]\n");
+        let a = generate(
+            "t",
+            &v,
+            GenOptions {
+                seed: 7,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        let b = generate(
+            "t",
+            &v,
+            GenOptions {
+                seed: 7,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        let c = generate(
+            "t",
+            &v,
+            GenOptions {
+                seed: 8,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        assert_eq!(a, b);
+        assert_ne!(a, c);
+        assert_eq!(a.len(), 8);
+        // All six categories, none equal to a visible shape or to each other.
+        for cat in CATEGORIES {
+            assert!(
+                a.iter().any(|x| x.category == cat),
+                "{cat:?} missing: {a:?}"
+            );
+        }
+        let vis: Vec<String> = v.iter().map(Value::to_python).collect();
+        for (i, x) in a.iter().enumerate() {
+            assert!(!vis.contains(&x.entry), "{x:?}");
+            assert!(a[i + 1..].iter().all(|y| y.entry != x.entry), "{x:?}");
+        }
+    }
+
+    #[test]
+    fn dtypes_are_kept_and_the_budget_is_respected() {
+        let v = visible("TEST_SHAPES = [(1, 4096, \"float16\"), (2048, 4096, \"bfloat16\")]\n");
+        let budget = 64 << 20;
+        let a = generate(
+            "r",
+            &v,
+            GenOptions {
+                seed: 1,
+                per_task: 8,
+                memory_budget: budget,
+            },
+        )
+        .unwrap();
+        assert!(!a.is_empty());
+        for x in &a {
+            let e = read_decl(&format!("TEST_SHAPES = [{}]\n", x.entry), "TEST_SHAPES")
+                .unwrap()
+                .entries;
+            let mut f = Vec::new();
+            leaves(&e[0], &mut f);
+            assert!(
+                matches!(&f[2], Value::Str(s) if s == "float16" || s == "bfloat16"),
+                "{x:?}"
+            );
+            assert!(memory_estimate(&f) <= budget, "{x:?}");
+        }
+    }
+
+    #[test]
+    fn alignment_stress_uses_primes_and_scale_up_grows_the_dominant_dimension() {
+        let v = visible("TEST_SHAPES = [(16, 16, 16), (32, 48, 64), (64, 64, 64)]\n");
+        let a = generate(
+            "m",
+            &v,
+            GenOptions {
+                seed: 3,
+                per_task: 12,
+                memory_budget: 1 << 40,
+            },
+        )
+        .unwrap();
+        let ints = |s: &str| -> Vec<i64> {
+            s.trim_matches(|c| c == '(' || c == ')')
+                .split(", ")
+                .map(|x| x.parse().unwrap())
+                .collect()
+        };
+        let align = a
+            .iter()
+            .find(|x| x.category == Category::AlignmentStress)
+            .unwrap();
+        assert!(
+            ints(&align.entry).iter().all(|d| PRIMES.contains(d)),
+            "{align:?}"
+        );
+        let up = a.iter().find(|x| x.category == Category::ScaleUp).unwrap();
+        assert!(ints(&up.entry).iter().max().unwrap() >= &128, "{up:?}");
+    }
+
+    #[test]
+    fn one_dimensional_and_refusals() {
+        let v = visible("TEST_SHAPES = [(1000,), (10000,), (100000,)]\n");
+        let a = generate(
+            "p",
+            &v,
+            GenOptions {
+                seed: 2,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        assert_eq!(a.len(), 8);
+        assert!(a.iter().all(|x| x.entry.ends_with(",)")), "{a:?}");
+        assert_eq!(
+            generate("x", &[], GenOptions::default()),
+            Err(GenError::Empty)
+        );
+        let mixed = visible("TEST_SHAPES = [(1, 2), (1, 2, 3)]\n");
+        assert!(matches!(
+            generate("x", &mixed, GenOptions::default()),
+            Err(GenError::Mixed { index: 1, .. })
+        ));
+        let none = visible("TEST_SHAPES = [(\"a\",), (\"b\",)]\n");
+        assert_eq!(
+            generate("x", &none, GenOptions::default()),
+            Err(GenError::NoDimensions)
+        );
+    }
+}
