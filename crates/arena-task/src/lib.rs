@@ -7,6 +7,7 @@ pub mod digest;
 pub mod discover;
 pub mod error;
 mod fields;
+pub mod hidden;
 pub mod paths;
 pub mod shapes;
 pub mod task;

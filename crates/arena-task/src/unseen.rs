@@ -39,6 +39,9 @@ pub struct GenOptions {
     pub per_task: usize,
     /// Estimated device memory a config may need (bytes).
     pub memory_budget: u64,
+    /// Work bound: the product of a config's dimensions may be at most this many times the
+    /// largest visible product (a CPU harness runs out of patience long before of memory).
+    pub max_scale: f64,
 }
 
 impl Default for GenOptions {
@@ -47,6 +50,7 @@ impl Default for GenOptions {
             seed: 0,
             per_task: 8,
             memory_budget: 8 << 30,
+            max_scale: 16.0,
         }
     }
 }
@@ -217,6 +221,13 @@ pub fn generate(
         .expect("non-empty")
         .clone();
 
+    let work = |f: &[Value]| -> f64 {
+        f.iter()
+            .filter_map(|v| v.as_int())
+            .map(|i| i.max(1) as f64)
+            .product()
+    };
+    let max_work = flats.iter().map(|f| work(f)).fold(1.0, f64::max) * opts.max_scale;
     let mut rng = Rng(opts.seed ^ fnv(task_id));
     let visible_src: Vec<String> = visible.iter().map(Value::to_python).collect();
     let mut out: Vec<UnseenConfig> = Vec::new();
@@ -287,7 +298,7 @@ pub fn generate(
                 }
             }
         }
-        if memory_estimate(&f) > opts.memory_budget {
+        if memory_estimate(&f) > opts.memory_budget || work(&f) > max_work {
             continue;
         }
         let entry = rebuild(first, &mut f.iter()).to_python();
@@ -366,6 +377,7 @@ mod tests {
                 seed: 1,
                 per_task: 8,
                 memory_budget: budget,
+                ..Default::default()
             },
         )
         .unwrap();
@@ -394,6 +406,7 @@ mod tests {
                 seed: 3,
                 per_task: 12,
                 memory_budget: 1 << 40,
+                ..Default::default()
             },
         )
         .unwrap();
@@ -413,6 +426,13 @@ mod tests {
         );
         let up = a.iter().find(|x| x.category == Category::ScaleUp).unwrap();
         assert!(ints(&up.entry).iter().max().unwrap() >= &128, "{up:?}");
+        // The work bound: no config does more than 16× the largest visible product.
+        for x in &a {
+            assert!(
+                ints(&x.entry).iter().product::<i64>() <= 16 * 64 * 64 * 64,
+                "{x:?}"
+            );
+        }
     }
 
     #[test]

@@ -31,6 +31,9 @@ pub enum Command {
     /// Move locked images between machines as one file (air-gapped labs).
     #[command(subcommand)]
     Bundle(BundleCommand),
+    /// Hidden unseen-configuration sets: generate and seal, check a set's digest.
+    #[command(subcommand)]
+    Unseen(UnseenCommand),
     /// Remove containers, snapshots and leases that arena left in containerd (after a crash).
     Gc {
         #[command(flatten)]
@@ -191,4 +194,35 @@ pub struct ScoreArgs {
     pub csv: bool,
     #[command(flatten)]
     pub out: JsonFlag,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum UnseenCommand {
+    /// Generate a sealed set of unseen configurations for the tasks at or below each DIR.
+    Generate {
+        #[arg(long = "tasks", required = true, num_args = 1.., value_name = "DIR")]
+        tasks: Vec<PathBuf>,
+        #[arg(long)]
+        seed: u64,
+        /// New, empty directory for the set.
+        #[arg(long, value_name = "HIDDEN_DIR")]
+        out: PathBuf,
+        #[arg(long, default_value_t = 8)]
+        per_task: usize,
+        /// Estimated device memory a configuration may need, in GiB.
+        #[arg(long, default_value_t = 8)]
+        memory_budget_gib: u64,
+        /// Most work (product of the dimensions) relative to the largest visible shape.
+        #[arg(long, default_value_t = 16.0)]
+        max_scale: f64,
+        #[command(flatten)]
+        json: JsonFlag,
+    },
+    /// Check every file of a set against its manifest and print the set digest.
+    Digest {
+        #[arg(value_name = "HIDDEN_DIR")]
+        dir: PathBuf,
+        #[command(flatten)]
+        json: JsonFlag,
+    },
 }

@@ -27,13 +27,22 @@ fn main() -> ExitCode {
         Command::Image(i) => cmd::image::run(i),
         Command::Lock(l) => cmd::image::lock(l),
         Command::Bundle(b) => cmd::bundle::run(b),
+        Command::Unseen(u) => cmd::unseen::run(u),
         Command::Gc { containerd, out } => cmd::containerd::gc(&containerd, out.json),
     };
     match result {
         Ok(Outcome::Ok) => ExitCode::SUCCESS,
         Ok(Outcome::Invalid) => ExitCode::from(1),
         Err(e) => {
-            eprintln!("error: {e:#}");
+            // Our errors already show their source; add only causes not yet in the message.
+            let mut msg = e.to_string();
+            for cause in e.chain().skip(1) {
+                let c = cause.to_string();
+                if !msg.contains(&c) {
+                    msg = format!("{msg}: {c}");
+                }
+            }
+            eprintln!("error: {msg}");
             ExitCode::from(1)
         }
     }

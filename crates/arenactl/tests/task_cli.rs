@@ -329,3 +329,42 @@ fn score_refuses_bad_files() {
         stderr(&o)
     );
 }
+
+#[test]
+fn unseen_sets_are_sealed_and_reproducible() {
+    let tmp = tempfile::tempdir().unwrap();
+    let tasks = repo_root().join("tasks");
+    let t = tasks.to_str().unwrap();
+    let gen = |out: &str, seed: &str| {
+        arenactl(
+            &[
+                "unseen", "generate", "--tasks", t, "--seed", seed, "--out", out,
+            ],
+            tmp.path(),
+        )
+    };
+    let a = gen("a", "5");
+    assert_eq!(a.status.code(), Some(0), "{}", stderr(&a));
+    let b = gen("b", "5");
+    let c = gen("c", "6");
+    let digest = |o: &Output| stdout(o).split_whitespace().next().unwrap().to_string();
+    assert_eq!(digest(&a), digest(&b));
+    assert_ne!(digest(&a), digest(&c));
+    let d = arenactl(&["unseen", "digest", "a"], tmp.path());
+    assert_eq!(d.status.code(), Some(0));
+    assert_eq!(digest(&d), digest(&a));
+    // Regenerating into the same directory is refused; tampering is named.
+    let again = gen("a", "7");
+    assert_eq!(again.status.code(), Some(1));
+    assert!(stderr(&again).contains("not empty"), "{}", stderr(&again));
+    let f = tmp.path().join("a/python2python__arena__prefix_sum.json");
+    let text = std::fs::read_to_string(&f).unwrap().replacen("(1", "(2", 1);
+    std::fs::write(&f, text).unwrap();
+    let d = arenactl(&["unseen", "digest", "a"], tmp.path());
+    assert_eq!(d.status.code(), Some(1));
+    assert!(
+        stderr(&d).contains("files[python2python__arena__prefix_sum.json].sha256"),
+        "{}",
+        stderr(&d)
+    );
+}

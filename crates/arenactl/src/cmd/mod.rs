@@ -3,6 +3,7 @@ pub mod containerd;
 pub mod image;
 pub mod score;
 pub mod task;
+pub mod unseen;
 
 /// Outcome of a command that completed: whether everything it checked was fine.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,0 +1,306 @@
+//! Sealed hidden sets: one file of unseen configurations per task plus `manifest.json` with
+//! each file's sha256 and the set's digest. A task whose shapes cannot be read is listed as
+//! skipped with the reason, never dropped silently. The set is written to a temporary
+//! directory and renamed into place whole.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest as _, Sha256};
+
+use crate::error::TaskError;
+use crate::shapes::read_decl;
+use crate::task::Task;
+use crate::unseen::{generate, GenOptions, UnseenConfig};
+
+pub const SET_SCHEMA: &str = "arena.unseen-set/v1";
+pub const TASK_SCHEMA: &str = "arena.unseen/v1";
+pub const MANIFEST: &str = "manifest.json";
+pub const DECLARATION: &str = "TEST_SHAPES";
+pub const DEFAULT_HARNESS: &str = "scripts/task_runner.py";
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TaskUnseen {
+    pub schema: String,
+    pub task_id: String,
+    /// The harness file (relative to the task) whose declaration is replaced.
+    pub harness: String,
+    pub declaration: String,
+    pub configs: Vec<UnseenConfig>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SetFile {
+    pub task_id: String,
+    pub file: String,
+    pub sha256: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Skipped {
+    pub task_id: String,
+    pub reason: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Manifest {
+    pub schema: String,
+    pub seed: u64,
+    pub per_task: usize,
+    pub memory_budget: u64,
+    pub files: Vec<SetFile>,
+    pub skipped: Vec<Skipped>,
+    /// sha256 of this manifest's canonical JSON without this field.
+    pub set_digest: String,
+}
+
+fn sha256_hex(b: &[u8]) -> String {
+    hex::encode(Sha256::digest(b))
+}
+
+impl Manifest {
+    pub fn compute_digest(&self) -> String {
+        let mut m = self.clone();
+        m.set_digest = String::new();
+        let bytes = serde_json::to_vec(&m).expect("manifest serializes");
+        format!("sha256:{}", sha256_hex(&bytes))
+    }
+}
+
+/// The file name of a task's configurations (`triton2triton/x/y` → `triton2triton__x__y.json`).
+pub fn file_name(task_id: &str) -> String {
+    format!("{}.json", task_id.replace('/', "__"))
+}
+
+/// Reads the visible declaration of a task and generates its configurations.
+pub fn task_unseen(task: &Task, opts: GenOptions) -> Result<TaskUnseen, String> {
+    let harness = task
+        .config
+        .harness_path
+        .clone()
+        .unwrap_or_else(|| DEFAULT_HARNESS.to_string());
+    let path = task.dir.join(&harness);
+    let src = std::fs::read_to_string(&path).map_err(|e| {
+        format!(
+            "{}: {e} (only TEST_SHAPES task runners are read so far)",
+            path.display()
+        )
+    })?;
+    let decl = read_decl(&src, DECLARATION).map_err(|e| format!("{}: {e}", path.display()))?;
+    let configs =
+        generate(&task.id, &decl.entries, opts).map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(TaskUnseen {
+        schema: TASK_SCHEMA.into(),
+        task_id: task.id.clone(),
+        harness,
+        declaration: DECLARATION.into(),
+        configs,
+    })
+}
+
+fn io(path: &Path, e: std::io::Error) -> TaskError {
+    TaskError::Io {
+        path: path.to_path_buf(),
+        source: e,
+    }
+}
+
+/// Generates and writes a sealed set for `tasks` into `out` (which must not exist or be empty).
+pub fn write_set(tasks: &[Task], opts: GenOptions, out: &Path) -> Result<Manifest, TaskError> {
+    if out.exists()
+        && std::fs::read_dir(out)
+            .map_err(|e| io(out, e))?
+            .next()
+            .is_some()
+    {
+        return Err(io(
+            out,
+            std::io::Error::new(
+                std::io::ErrorKind::AlreadyExists,
+                "not empty: a new set goes into a new directory (sets are never mixed)",
+            ),
+        ));
+    }
+    let parent = out
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    std::fs::create_dir_all(parent).map_err(|e| io(parent, e))?;
+    let tmp = tempfile::Builder::new()
+        .prefix(".unseen-")
+        .tempdir_in(parent)
+        .map_err(|e| io(parent, e))?;
+    let mut sorted: Vec<&Task> = tasks.iter().collect();
+    sorted.sort_by(|a, b| a.id.cmp(&b.id));
+    let mut files = Vec::new();
+    let mut skipped = Vec::new();
+    for t in sorted {
+        match task_unseen(t, opts) {
+            Ok(u) => {
+                let mut bytes = serde_json::to_vec_pretty(&u).expect("serializes");
+                bytes.push(b'\n');
+                let name = file_name(&t.id);
+                let p = tmp.path().join(&name);
+                std::fs::write(&p, &bytes).map_err(|e| io(&p, e))?;
+                files.push(SetFile {
+                    task_id: t.id.clone(),
+                    file: name,
+                    sha256: sha256_hex(&bytes),
+                });
+            }
+            Err(reason) => skipped.push(Skipped {
+                task_id: t.id.clone(),
+                reason,
+            }),
+        }
+    }
+    let mut m = Manifest {
+        schema: SET_SCHEMA.into(),
+        seed: opts.seed,
+        per_task: opts.per_task,
+        memory_budget: opts.memory_budget,
+        files,
+        skipped,
+        set_digest: String::new(),
+    };
+    m.set_digest = m.compute_digest();
+    let mut bytes = serde_json::to_vec_pretty(&m).expect("serializes");
+    bytes.push(b'\n');
+    let mp = tmp.path().join(MANIFEST);
+    std::fs::write(&mp, bytes).map_err(|e| io(&mp, e))?;
+    if out.exists() {
+        std::fs::remove_dir(out).map_err(|e| io(out, e))?;
+    }
+    let kept: PathBuf = tmp.keep();
+    std::fs::rename(&kept, out).map_err(|e| io(out, e))?;
+    Ok(m)
+}
+
+/// Reads a set's manifest and checks every file and the set digest; names what differs.
+pub fn verify_set(dir: &Path) -> Result<Manifest, TaskError> {
+    let mp = dir.join(MANIFEST);
+    let text = std::fs::read(&mp).map_err(|e| io(&mp, e))?;
+    let m: Manifest = serde_json::from_slice(&text).map_err(|e| TaskError::Field {
+        file: mp.clone(),
+        field: "<document>".into(),
+        message: e.to_string(),
+    })?;
+    let bad = |field: &str, message: String| TaskError::Field {
+        file: mp.clone(),
+        field: field.into(),
+        message,
+    };
+    for f in &m.files {
+        let p = dir.join(&f.file);
+        let bytes = std::fs::read(&p).map_err(|e| io(&p, e))?;
+        let found = sha256_hex(&bytes);
+        if found != f.sha256 {
+            return Err(bad(
+                &format!("files[{}].sha256", f.file),
+                format!(
+                    "expected {}, found {found}: the hidden set was changed",
+                    f.sha256
+                ),
+            ));
+        }
+    }
+    let found = m.compute_digest();
+    if found != m.set_digest {
+        return Err(bad(
+            "set_digest",
+            format!(
+                "expected {}, found {found}: the manifest was changed",
+                m.set_digest
+            ),
+        ));
+    }
+    Ok(m)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample_tasks() -> Vec<Task> {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tasks");
+        crate::discover(&root)
+            .unwrap()
+            .into_iter()
+            .map(|f| Task::load(&f.dir, &f.id).unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn sets_are_byte_identical_for_a_seed_and_sealed() {
+        let tasks = sample_tasks();
+        let d = tempfile::tempdir().unwrap();
+        let opts = GenOptions {
+            seed: 42,
+            ..Default::default()
+        };
+        let a = write_set(&tasks, opts, &d.path().join("a")).unwrap();
+        let b = write_set(&tasks, opts, &d.path().join("b")).unwrap();
+        assert_eq!(a, b);
+        for f in std::fs::read_dir(d.path().join("a")).unwrap() {
+            let name = f.unwrap().file_name();
+            assert_eq!(
+                std::fs::read(d.path().join("a").join(&name)).unwrap(),
+                std::fs::read(d.path().join("b").join(&name)).unwrap()
+            );
+        }
+        assert_eq!(a.files.len(), 4);
+        assert!(a.skipped.is_empty());
+        let c = write_set(&tasks, GenOptions { seed: 43, ..opts }, &d.path().join("c")).unwrap();
+        assert_ne!(a.set_digest, c.set_digest);
+        assert_eq!(
+            verify_set(&d.path().join("a")).unwrap().set_digest,
+            a.set_digest
+        );
+
+        // Tampering with a file or the manifest is named.
+        let f = d.path().join("a").join(&a.files[0].file);
+        let mut text = std::fs::read_to_string(&f).unwrap();
+        text = text.replacen("\"entry\": \"(", "\"entry\": \"(1, ", 1);
+        std::fs::write(&f, text).unwrap();
+        let e = verify_set(&d.path().join("a")).unwrap_err().to_string();
+        assert!(
+            e.contains(&format!("files[{}].sha256", a.files[0].file)),
+            "{e}"
+        );
+        // A non-empty output directory is refused.
+        let e = write_set(&tasks, opts, &d.path().join("a"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("not empty"), "{e}");
+    }
+
+    #[test]
+    fn unreadable_shapes_are_listed_as_skipped() {
+        let d = tempfile::tempdir().unwrap();
+        let t = d.path().join("t");
+        std::fs::create_dir_all(t.join("scripts")).unwrap();
+        std::fs::create_dir_all(t.join("source")).unwrap();
+        std::fs::write(t.join("source/k.py"), "").unwrap();
+        std::fs::write(
+            t.join("scripts/task_runner.py"),
+            "TEST_SHAPES = [(n, n) for n in range(4)]\n",
+        )
+        .unwrap();
+        std::fs::write(
+            t.join("config.yaml"),
+            "task_type: python2python\nsource_file_path: [source/k.py]\ncompile_command: [a]\ncorrectness_command: [b]\nperformance_command: [c]\n",
+        )
+        .unwrap();
+        let task = Task::load(&t, "computed").unwrap();
+        let m = write_set(&[task], GenOptions::default(), &d.path().join("set")).unwrap();
+        assert!(m.files.is_empty());
+        assert_eq!(m.skipped[0].task_id, "computed");
+        assert!(
+            m.skipped[0]
+                .reason
+                .contains("computed shapes cannot be read"),
+            "{:?}",
+            m.skipped
+        );
+    }
+}
