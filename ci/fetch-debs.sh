@@ -23,7 +23,11 @@ while read -r name version arch sha; do
 done < "$dir/.wanted"
 if [ ${#missing[@]} -gt 0 ]; then
   [ -n "$(find /var/lib/apt/lists -maxdepth 1 -name '*Packages*' -print -quit 2>/dev/null)" ] || apt-get update -qq
-  (cd "$dir" && apt-get download -q "${missing[@]}" 2>&1 | grep -v "unsandboxed" || true)
+  if ! (cd "$dir" && apt-get download -q "${missing[@]}" 2>&1 | grep -v "unsandboxed"; exit "${PIPESTATUS[0]}"); then
+    # Package lists older than the pinned versions: refresh them once and try again.
+    apt-get update -qq
+    (cd "$dir" && apt-get download -q "${missing[@]}" 2>&1 | grep -v "unsandboxed" || true)
+  fi
 fi
 status=0
 while read -r name version arch sha; do
