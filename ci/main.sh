@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
-# The main job on the bundled sample tasks, with embedded defaults: set up, build, validate and
-# digest every task, build the CPU image set from pinned Debian packages and check it against
-# lockfiles/cpu.lock, then score the bundled example result set.
+# The main job, a real benchmark run on the bundled CPU sample tasks: set up; validate and digest
+# every task; build the CPU image set from pinned Debian packages and check it against
+# lockfiles/cpu.lock; start a private containerd unless one answers at $ARENA_CONTAINERD
+# (default /run/containerd/containerd.sock); seal a hidden unseen-configuration set; run the
+# sample tasks with the scripted agent that installs the reference solutions, through
+# `arenactl run --image-lock` (baseline, agent and evaluator containers, unseen evaluations);
+# print the aggregate and generalization tables. Runs as root (containerd).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash ci/setup.sh
@@ -13,5 +17,24 @@ echo "== images (store: \${ARENA_STORE:-~/.cache/arena/store})"
 export ARENA_DEB_DIR=${ARENA_DEB_DIR:-$HOME/.cache/arena/debs}
 bash ci/fetch-debs.sh images/testbase.toml "$ARENA_DEB_DIR"
 $arenactl image verify --image-lock lockfiles/cpu.lock
-echo "== score (ci/examples/results.json: a hand-assembled example, not a measurement)"
-$arenactl score ci/examples/results.json
+
+echo "== containerd"
+sock=${ARENA_CONTAINERD:-/run/containerd/containerd.sock}
+if ! ctr --address "$sock" version >/dev/null 2>&1; then
+  ctd_dir=${ARENA_CONTAINERD_DIR:-$HOME/.cache/arena/containerd}
+  sock=$(bash ci/containerd.sh start "$ctd_dir")
+  trap 'bash ci/containerd.sh stop "$ctd_dir"' EXIT
+  echo "private containerd at $sock"
+fi
+
+echo "== hidden unseen configurations (seed 1)"
+hidden=runs/hidden-seed1
+if [ -f "$hidden/manifest.json" ]; then
+  $arenactl unseen digest "$hidden"
+else
+  $arenactl unseen generate --tasks tasks --seed 1 --out "$hidden"
+fi
+
+echo "== run: CPU sample tasks, scripted agent ci/agents/optimize.toml"
+$arenactl run --image-lock lockfiles/cpu.lock --agent ci/agents/optimize.toml \
+  --gpus cpu:1 --containerd "$sock" --unseen "$hidden" --out runs/cpu-ci-optimize

@@ -13,27 +13,17 @@ cargo build --release --locked -q -p arena-runtime --example lifecycle
 arenactl=$root/target/release/arenactl
 export ARENA_DEB_DIR=${ARENA_DEB_DIR:-$root/target/arena-debs}
 bash ci/fetch-debs.sh images/testbase.toml "$ARENA_DEB_DIR"
-cat > "$work/config.toml" <<EOT
-version = 2
-root = "$work/root"
-state = "$work/state"
-[grpc]
-  address = "$work/containerd.sock"
-EOT
-containerd --config "$work/config.toml" > "$work/containerd.log" 2>&1 &
-pid=$!
+sock=$(bash ci/containerd.sh start "$work/ctd")
 cleanup() {
-  kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null || true
-  grep " $work" /proc/self/mounts | awk '{print $2}' | sort -r | xargs -r -n1 umount -l 2>/dev/null || true
+  bash "$root/ci/containerd.sh" stop "$work/ctd"
   rm -rf "$work"
 }
 trap cleanup EXIT
-for _ in $(seq 1 100); do [ -S "$work/containerd.sock" ] && break; sleep 0.05; done
 $arenactl lock --store "$work/store" --out "$work/cpu.lock" >/dev/null 2>&1
-$arenactl image load --image-lock "$work/cpu.lock" --store "$work/store" --containerd "$work/containerd.sock" >/dev/null
-"$root/target/release/examples/lifecycle" "$work/containerd.sock" arena "$work/cpu.lock" testbase 3 >/dev/null  # warm up
-arena_out=$("$root/target/release/examples/lifecycle" "$work/containerd.sock" arena "$work/cpu.lock" testbase "$n")
-ctr="ctr --address $work/containerd.sock -n arena"
+$arenactl image load --image-lock "$work/cpu.lock" --store "$work/store" --containerd "$sock" >/dev/null
+"$root/target/release/examples/lifecycle" "$sock" arena "$work/cpu.lock" testbase 3 >/dev/null  # warm up
+arena_out=$("$root/target/release/examples/lifecycle" "$sock" arena "$work/cpu.lock" testbase "$n")
+ctr="ctr --address $sock -n arena"
 $ctr run --rm testbase warm /bin/true
 s=$(date +%s.%N)
 for i in $(seq 1 "$n"); do $ctr run --rm testbase "ctr-$i" /bin/true; done

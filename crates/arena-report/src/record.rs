@@ -53,7 +53,17 @@ pub struct PerfCase {
     pub extra: BTreeMap<String, serde_json::Value>,
 }
 
+/// A case time that counts as a measurement: positive and finite (harnesses mark a failed
+/// case with `-1.0`).
+pub fn is_measured(ms: f64) -> bool {
+    ms > 0.0 && ms.is_finite()
+}
+
 impl PerfCase {
+    pub fn measured(&self) -> bool {
+        is_measured(self.execution_time_ms)
+    }
+
     pub fn new(id: &str, ms: f64) -> Self {
         PerfCase {
             test_case_id: id.to_string(),

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::record::{PerfCase, TaskResult};
+use crate::record::{is_measured, PerfCase, TaskResult};
 
 /// Why no speedup could be measured (the performance gate failed).
 #[derive(Debug, Clone, PartialEq, Serialize, thiserror::Error)]
@@ -48,7 +48,7 @@ pub fn speedup(baseline: &[PerfCase], candidate: &[PerfCase]) -> Result<f64, Per
     }
     let mut sum = 0.0;
     for (id, &b) in &base {
-        if !(b > 0.0 && b.is_finite()) {
+        if !is_measured(b) {
             return Err(PerfFailure::BaselineCaseFailed {
                 id: id.to_string(),
                 ms: b,
@@ -57,7 +57,7 @@ pub fn speedup(baseline: &[PerfCase], candidate: &[PerfCase]) -> Result<f64, Per
         let c = *cand
             .get(id)
             .ok_or_else(|| PerfFailure::MissingCase { id: id.to_string() })?;
-        if !(c > 0.0 && c.is_finite()) {
+        if !is_measured(c) {
             return Err(PerfFailure::CaseFailed {
                 id: id.to_string(),
                 ms: c,

@@ -80,7 +80,51 @@ pub async fn leftovers(c: &Containerd) -> Result<Leftovers> {
 
 /// Removes every leftover; returns what was removed.
 pub async fn gc(c: &Containerd) -> Result<Leftovers> {
-    let found = leftovers(c).await?;
+    remove(c, leftovers(c).await?).await
+}
+
+/// What arena left whose container id (= snapshot key, lease `arena-run-<id>`) starts with
+/// `prefix`: the leftovers of one run, which a resumed runner removes without touching other
+/// runs sharing the namespace.
+pub async fn leftovers_with_prefix(c: &Containerd, prefix: &str) -> Result<Leftovers> {
+    let mut found = leftovers(c).await?;
+    let lease_prefix = format!("arena-run-{prefix}");
+    found.containers.retain(|id| id.starts_with(prefix));
+    found.snapshots.retain(|k| k.starts_with(prefix));
+    found.leases.retain(|l| l.starts_with(&lease_prefix));
+    Ok(found)
+}
+
+/// Removes the leftovers of containers whose id starts with `prefix`.
+pub async fn gc_prefix(c: &Containerd, prefix: &str) -> Result<Leftovers> {
+    remove(c, leftovers_with_prefix(c, prefix).await?).await
+}
+
+/// Prefix of the short-lived lease an image import holds; its id ends in `-<pid>`.
+pub const IMPORT_LEASE_PREFIX: &str = "arena-import-";
+
+/// The process that created an import lease, read from the lease id's `-<pid>` suffix.
+pub fn import_lease_owner(id: &str) -> Option<u32> {
+    let rest = id.strip_prefix(IMPORT_LEASE_PREFIX)?;
+    rest.rsplit_once('-')?.1.parse().ok()
+}
+
+/// Removes import leases whose process is gone (a runner killed while importing or
+/// verifying an image). Leases of live processes are left alone: they may be importing now.
+/// containerd expires such a lease on its own after an hour; this makes a restarted runner
+/// leave nothing behind at once.
+pub async fn gc_orphaned_imports(c: &Containerd) -> Result<Vec<String>> {
+    let mut found = leftovers(c).await?;
+    found.containers.clear();
+    found.snapshots.clear();
+    found.leases.retain(|id| match import_lease_owner(id) {
+        Some(pid) => !std::path::Path::new(&format!("/proc/{pid}")).exists(),
+        None => false,
+    });
+    Ok(remove(c, found).await?.leases)
+}
+
+async fn remove(c: &Containerd, found: Leftovers) -> Result<Leftovers> {
     for id in &found.containers {
         delete_task(c, id).await?;
         let mut cc = ContainersClient::new(c.channel());
@@ -112,4 +156,20 @@ pub async fn gc(c: &Containerd) -> Result<Leftovers> {
         }
     }
     Ok(found)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn import_lease_owner_reads_the_pid_suffix() {
+        assert_eq!(
+            import_lease_owner("arena-import-ceb3c14ab870-22784"),
+            Some(22784)
+        );
+        assert_eq!(import_lease_owner("arena-run-abc-1"), None);
+        assert_eq!(import_lease_owner("arena-import-ceb3c14ab870-x"), None);
+        assert_eq!(import_lease_owner("arena-import-"), None);
+    }
 }

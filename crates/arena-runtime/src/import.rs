@@ -330,7 +330,8 @@ pub async fn ensure_image(c: &Containerd, store: &Store, rec: &ImageRecord) -> R
         }
     }
     let lease_id = format!(
-        "arena-import-{}-{}",
+        "{}{}-{}",
+        crate::gc::IMPORT_LEASE_PREFIX,
         rec.manifest.short(),
         std::process::id()
     );

@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command};
+use std::process::Command;
 use std::sync::OnceLock;
 use std::time::Duration;
 
@@ -51,10 +51,10 @@ fn testbase() -> &'static (Store, ImageRecord) {
     })
 }
 
-/// A private containerd, stopped (by PID) and its mounts released when dropped.
+/// A private containerd (`ci/containerd.sh`, the project's one way to run one), stopped by
+/// PID and its mounts released when dropped.
 struct Daemon {
     dir: tempfile::TempDir,
-    child: Child,
     socket: PathBuf,
 }
 
@@ -69,37 +69,19 @@ impl Daemon {
             .prefix("arena-ctd-")
             .tempdir()
             .unwrap();
-        let socket = dir.path().join("containerd.sock");
-        let config = dir.path().join("config.toml");
-        std::fs::write(
-            &config,
-            format!(
-                "version = 2\nroot = \"{0}/root\"\nstate = \"{0}/state\"\n[grpc]\n  address = \"{1}\"\n",
-                dir.path().display(),
-                socket.display()
-            ),
-        )
-        .unwrap();
-        let log = std::fs::File::create(dir.path().join("containerd.log")).unwrap();
-        let child = Command::new("containerd")
-            .arg("--config")
-            .arg(&config)
-            .stdout(log.try_clone().unwrap())
-            .stderr(log)
-            .spawn()
-            .expect("containerd is installed by ci/setup.sh");
-        for _ in 0..100 {
-            if socket.exists() {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        let out = Command::new("bash")
+            .arg(repo().join("ci/containerd.sh"))
+            .arg("start")
+            .arg(dir.path())
+            .output()
+            .expect("bash runs ci/containerd.sh");
         assert!(
-            socket.exists(),
-            "containerd did not start: see {}",
-            dir.path().join("containerd.log").display()
+            out.status.success(),
+            "containerd did not start (containerd is installed by ci/setup.sh): {}",
+            String::from_utf8_lossy(&out.stderr)
         );
-        Daemon { dir, child, socket }
+        let socket = PathBuf::from(String::from_utf8(out.stdout).unwrap().trim());
+        Daemon { dir, socket }
     }
 
     async fn client(&self) -> Containerd {
@@ -116,21 +98,11 @@ extern "C" {
 
 impl Drop for Daemon {
     fn drop(&mut self) {
-        let _ = Command::new("kill")
-            .arg(self.child.id().to_string())
+        let _ = Command::new("bash")
+            .arg(repo().join("ci/containerd.sh"))
+            .arg("stop")
+            .arg(self.dir.path())
             .status();
-        let _ = self.child.wait();
-        // Shims and their mounts outlive the daemon: unmount everything under our directory.
-        let mounts = std::fs::read_to_string("/proc/self/mounts").unwrap_or_default();
-        let mut ours: Vec<&str> = mounts
-            .lines()
-            .filter_map(|l| l.split(' ').nth(1))
-            .filter(|m| m.starts_with(self.dir.path().to_str().unwrap()))
-            .collect();
-        ours.sort_by_key(|m| std::cmp::Reverse(m.len()));
-        for m in ours {
-            let _ = Command::new("umount").arg("-l").arg(m).status();
-        }
     }
 }
 
@@ -526,6 +498,28 @@ async fn gc_removes_what_a_crashed_process_left() {
     assert_eq!(left.leases, ["arena-run-crashed"]);
     let removed = gc(&c).await.unwrap();
     assert_eq!(removed, left);
+    assert_clean(&c).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn import_leases_of_dead_processes_are_removed_and_live_ones_kept() {
+    let (_d, c, _image, _t) = setup().await;
+    // A process that has exited: its pid is free (no /proc entry) once it is reaped.
+    let mut child = std::process::Command::new("true").spawn().unwrap();
+    let dead = child.id();
+    child.wait().unwrap();
+    assert!(!Path::new(&format!("/proc/{dead}")).exists());
+    let orphan = format!("arena-import-0123456789ab-{dead}");
+    let live = format!("arena-import-0123456789ab-{}", std::process::id());
+    for id in [&orphan, &live] {
+        arena_runtime::lease::create(&c, id, Duration::from_secs(3600))
+            .await
+            .unwrap();
+    }
+    let removed = arena_runtime::gc::gc_orphaned_imports(&c).await.unwrap();
+    assert_eq!(removed, [orphan]);
+    assert_eq!(leftovers(&c).await.unwrap().leases, std::slice::from_ref(&live));
+    arena_runtime::lease::delete(&c, &live).await.unwrap();
     assert_clean(&c).await;
 }
 

@@ -116,11 +116,25 @@ fn put_bytes(h: &mut Sha256, bytes: &[u8]) {
 
 /// `sha256:<hex>` of the task tree in `dir`.
 pub fn task_digest(dir: &Path) -> Result<String, TaskError> {
-    let tree = task_tree(dir)?;
+    digest_entries(DOMAIN, &task_tree(dir)?)
+}
+
+/// `sha256:<hex>` of the task tree without the files the agent may edit (`source_file_path`):
+/// the harness, configuration and everything else the evaluator trusts. A task result names
+/// it, so two results can be compared only if they were judged by the same harness.
+pub fn harness_digest(dir: &Path, editable: &[String]) -> Result<String, TaskError> {
+    let mut tree = task_tree(dir)?;
+    tree.retain(|e| !editable.iter().any(|s| s.trim_start_matches("./") == e.rel));
+    digest_entries(HARNESS_DOMAIN, &tree)
+}
+
+const HARNESS_DOMAIN: &[u8] = b"arena.harness-digest.v1\n";
+
+fn digest_entries(domain: &[u8], tree: &[TreeEntry]) -> Result<String, TaskError> {
     let mut h = Sha256::new();
-    h.update(DOMAIN);
+    h.update(domain);
     let mut buf = vec![0u8; 64 * 1024];
-    for e in &tree {
+    for e in tree {
         match &e.kind {
             EntryKind::Dir => {
                 h.update(b"d");
@@ -164,6 +178,19 @@ pub fn task_digest(dir: &Path) -> Result<String, TaskError> {
 mod tests {
     use super::*;
     use std::fs;
+
+    #[test]
+    fn harness_digest_ignores_editable_sources_only() {
+        let a = tempfile::tempdir().unwrap();
+        make_tree(a.path());
+        let editable = vec!["source/k.py".to_string()];
+        let before = harness_digest(a.path(), &editable).unwrap();
+        assert_ne!(before, task_digest(a.path()).unwrap());
+        fs::write(a.path().join("source/k.py"), "def k(): return 1\n").unwrap();
+        assert_eq!(before, harness_digest(a.path(), &editable).unwrap());
+        fs::write(a.path().join("scripts/run.py"), "print(2)\n").unwrap();
+        assert_ne!(before, harness_digest(a.path(), &editable).unwrap());
+    }
 
     fn make_tree(root: &Path) {
         fs::create_dir_all(root.join("source")).unwrap();

@@ -15,7 +15,7 @@ pub mod task_type;
 pub mod unseen;
 
 pub use config::{PromptConfig, TaskConfig};
-pub use digest::{task_digest, task_tree, EntryKind, TreeEntry};
+pub use digest::{harness_digest, task_digest, task_tree, EntryKind, TreeEntry};
 pub use discover::{discover, FoundTask};
 pub use error::{TaskError, TaskErrors};
 pub use task::{Task, CONFIG_FILE};

@@ -350,6 +350,17 @@ pub fn rewrite(src: &str, decl: &ShapeDecl, entries: &[Value]) -> String {
     format!("{}{}{}", &src[..decl.span.0], lit, &src[decl.span.1..])
 }
 
+/// The source with the declaration's literal replaced by entries given as Python source (the
+/// `entry` strings of a sealed unseen set).
+pub fn rewrite_source(src: &str, decl: &ShapeDecl, entries: &[String]) -> String {
+    let mut lit = String::from("[\n");
+    for e in entries {
+        let _ = writeln!(lit, "    {e},");
+    }
+    lit.push(']');
+    format!("{}{}{}", &src[..decl.span.0], lit, &src[decl.span.1..])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,5 +1,5 @@
 //! Command-line definition. Exit codes: 0 success, 1 invalid input or a failed operation,
-//! 2 usage error (clap's own).
+//! 2 usage error (clap's own), 130 a run cancelled by Ctrl-C (resumable).
 
 use std::path::PathBuf;
 
@@ -34,6 +34,11 @@ pub enum Command {
     /// Hidden unseen-configuration sets: generate and seal, check a set's digest.
     #[command(subcommand)]
     Unseen(UnseenCommand),
+    /// Run agents on tasks: baseline, agent container, evaluator container, per task.
+    Run(RunArgs),
+    /// The runner daemon (gRPC) that carries out runs on this machine's GPUs.
+    #[command(subcommand)]
+    Runner(RunnerCommand),
     /// Remove containers, snapshots and leases that arena left in containerd (after a crash).
     Gc {
         #[command(flatten)]
@@ -224,5 +229,70 @@ pub enum UnseenCommand {
         dir: PathBuf,
         #[command(flatten)]
         json: JsonFlag,
+    },
+}
+
+/// Which GPUs a local runner leases, and where agent files are found.
+#[derive(Debug, Args, Clone)]
+pub struct RunnerArgs {
+    /// GPUs: auto, none, cpu:N, fake:N, nvidia:0,1 or amd:renderD128,… (one task run per GPU).
+    /// CUDA_VISIBLE_DEVICES / ROCR_VISIBLE_DEVICES restrict what auto finds.
+    #[arg(long, default_value = "auto")]
+    pub gpus: String,
+    /// Directory of agent files (NAME.toml) for --agent NAME.
+    #[arg(long, default_value = "agents", value_name = "DIR")]
+    pub agents_dir: PathBuf,
+    #[command(flatten)]
+    pub containerd: ContainerdArgs,
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// The lockfile every image is checked against; the run refuses any other digest.
+    #[arg(long, value_name = "FILE")]
+    pub image_lock: PathBuf,
+    /// Tasks to run: ids, prefixes ending in `/`, or `*` (default: every locked task).
+    #[arg(long, num_args = 1.., value_name = "SELECTOR")]
+    pub tasks: Vec<String>,
+    /// Agent: a name under --agents-dir, or an agent file.
+    #[arg(long)]
+    pub agent: String,
+    /// Repeated runs of every task (for the run-to-run σ).
+    #[arg(long, default_value_t = 1)]
+    pub runs: u32,
+    /// Run directory (default: runs/<lockfile>-<agent>). The same request on the same
+    /// directory resumes the run.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// A runner's gRPC address (http://HOST:PORT); without it a runner starts in-process on
+    /// the local containerd. Paths are read on the runner's machine.
+    #[arg(long, value_name = "ADDR")]
+    pub runner: Option<String>,
+    /// A sealed hidden set of unseen configurations (its digest is recorded with the run).
+    #[arg(long, value_name = "HIDDEN_DIR")]
+    pub unseen: Option<PathBuf>,
+    #[command(flatten)]
+    pub local: RunnerArgs,
+    #[command(flatten)]
+    pub out_format: JsonFlag,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum RunnerCommand {
+    /// Serve arena.v1.Runner on ADDR until interrupted.
+    Serve {
+        #[arg(long, default_value = "127.0.0.1:50551", value_name = "ADDR")]
+        listen: std::net::SocketAddr,
+        #[command(flatten)]
+        runner: RunnerArgs,
+    },
+    /// List a runner's GPUs and what holds each.
+    Gpus {
+        #[arg(long, default_value = "http://127.0.0.1:50551", value_name = "ADDR")]
+        runner: String,
+        #[command(flatten)]
+        out: JsonFlag,
     },
 }

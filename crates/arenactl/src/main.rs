@@ -28,11 +28,14 @@ fn main() -> ExitCode {
         Command::Lock(l) => cmd::image::lock(l),
         Command::Bundle(b) => cmd::bundle::run(b),
         Command::Unseen(u) => cmd::unseen::run(u),
+        Command::Run(r) => cmd::run::run(r),
+        Command::Runner(r) => cmd::runner::run(r),
         Command::Gc { containerd, out } => cmd::containerd::gc(&containerd, out.json),
     };
     match result {
         Ok(Outcome::Ok) => ExitCode::SUCCESS,
         Ok(Outcome::Invalid) => ExitCode::from(1),
+        Ok(Outcome::Cancelled) => ExitCode::from(130),
         Err(e) => {
             // Our errors already show their source; add only causes not yet in the message.
             let mut msg = e.to_string();

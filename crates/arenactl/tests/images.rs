@@ -5,36 +5,12 @@
 //! The testbase image needs its pinned Debian packages: they are fetched once with
 //! `ci/fetch-debs.sh` into `target/arena-debs` (or taken from `$ARENA_DEB_DIR`).
 
-use std::path::{Path, PathBuf};
+mod common;
+
+use std::path::Path;
 use std::process::{Command, Output};
-use std::sync::OnceLock;
 
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .canonicalize()
-        .unwrap()
-}
-
-fn debs() -> &'static Path {
-    static DIR: OnceLock<PathBuf> = OnceLock::new();
-    DIR.get_or_init(|| {
-        let dir = std::env::var_os("ARENA_DEB_DIR")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| repo().join("target/arena-debs"));
-        let st = Command::new("bash")
-            .arg(repo().join("ci/fetch-debs.sh"))
-            .arg(repo().join("images/testbase.toml"))
-            .arg(&dir)
-            .status()
-            .expect("run ci/fetch-debs.sh");
-        assert!(
-            st.success(),
-            "ci/fetch-debs.sh failed: the testbase packages are needed"
-        );
-        dir
-    })
-}
+use common::{debs, repo};
 
 /// Runs arenactl through `sh` with the given umask.
 fn arenactl_umask(umask: &str, args: &[&str], cwd: &Path) -> Output {

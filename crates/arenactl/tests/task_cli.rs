@@ -1,15 +1,12 @@
 //! `arenactl task …` and `arenactl score` run as a user runs them: exit codes, one clear error
 //! line per problem naming file and field, JSON output, no panics.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod common;
 
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .canonicalize()
-        .unwrap()
-}
+use std::path::{Path, PathBuf};
+
+use common::repo;
+use std::process::{Command, Output};
 
 fn arenactl(args: &[&str], cwd: &Path) -> Output {
     Command::new(env!("CARGO_BIN_EXE_arenactl"))
@@ -72,7 +69,7 @@ fn single_error(config: &str) -> String {
 
 #[test]
 fn sample_tasks_are_valid() {
-    let o = arenactl(&["task", "validate", "tasks"], &repo_root());
+    let o = arenactl(&["task", "validate", "tasks"], &repo());
     no_panic(&o);
     assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
     assert!(stdout(&o).contains("4 valid, 0 invalid"), "{}", stdout(&o));
@@ -88,7 +85,7 @@ fn sample_tasks_are_valid() {
 
 #[test]
 fn validate_json_is_machine_readable() {
-    let o = arenactl(&["task", "validate", "tasks", "--json"], &repo_root());
+    let o = arenactl(&["task", "validate", "tasks", "--json"], &repo());
     assert_eq!(o.status.code(), Some(0));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["valid"], 4);
@@ -225,15 +222,15 @@ fn empty_directory() {
 
 #[test]
 fn usage_errors_exit_2() {
-    let o = arenactl(&["task", "validate"], &repo_root());
+    let o = arenactl(&["task", "validate"], &repo());
     assert_eq!(o.status.code(), Some(2));
-    let o = arenactl(&["task", "frobnicate"], &repo_root());
+    let o = arenactl(&["task", "frobnicate"], &repo());
     assert_eq!(o.status.code(), Some(2));
 }
 
 #[test]
 fn list_show_and_digest() {
-    let root = repo_root();
+    let root = repo();
     let o = arenactl(&["task", "list", "tasks", "--json"], &root);
     assert_eq!(o.status.code(), Some(0));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
@@ -277,7 +274,7 @@ fn list_show_and_digest() {
 
 #[test]
 fn score_example_results() {
-    let o = arenactl(&["score", "ci/examples/results.json"], &repo_root());
+    let o = arenactl(&["score", "ci/examples/results.json"], &repo());
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let out = stdout(&o);
     assert!(
@@ -289,10 +286,7 @@ fn score_example_results() {
         "{out}"
     );
 
-    let o = arenactl(
-        &["score", "ci/examples/results.json", "--json"],
-        &repo_root(),
-    );
+    let o = arenactl(&["score", "ci/examples/results.json", "--json"], &repo());
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(
         v["aggregates"].as_array().unwrap().last().unwrap()["task_type"],
@@ -319,7 +313,7 @@ fn score_refuses_bad_files() {
     );
 
     // The same task and run twice would be counted twice: refused.
-    let example = repo_root().join("ci/examples/results.json");
+    let example = repo().join("ci/examples/results.json");
     let e = example.to_str().unwrap();
     let o = arenactl(&["score", e, e], tmp.path());
     assert_eq!(o.status.code(), Some(1));
@@ -333,7 +327,7 @@ fn score_refuses_bad_files() {
 #[test]
 fn unseen_sets_are_sealed_and_reproducible() {
     let tmp = tempfile::tempdir().unwrap();
-    let tasks = repo_root().join("tasks");
+    let tasks = repo().join("tasks");
     let t = tasks.to_str().unwrap();
     let gen = |out: &str, seed: &str| {
         arenactl(

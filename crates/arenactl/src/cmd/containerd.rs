@@ -5,16 +5,10 @@ use std::path::Path;
 use arena_image::{Lockfile, Store};
 use arena_runtime::Containerd;
 
-use super::{print_json, Outcome};
+use super::{print_json, runtime, Outcome};
 use crate::cli::ContainerdArgs;
 
-fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
-    Ok(tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?)
-}
-
-async fn connect(args: &ContainerdArgs) -> anyhow::Result<Containerd> {
+pub async fn connect(args: &ContainerdArgs) -> anyhow::Result<Containerd> {
     Ok(Containerd::connect(&args.socket, &args.namespace).await?)
 }
 

@@ -1,6 +1,8 @@
 pub mod bundle;
 pub mod containerd;
 pub mod image;
+pub mod run;
+pub mod runner;
 pub mod score;
 pub mod task;
 pub mod unseen;
@@ -11,9 +13,18 @@ pub enum Outcome {
     Ok,
     /// Completed, but something it checked is invalid (exit code 1).
     Invalid,
+    /// Interrupted and cancelled cleanly (exit code 130, as after SIGINT).
+    Cancelled,
 }
 
 pub fn print_json(v: &impl serde::Serialize) -> anyhow::Result<()> {
     println!("{}", serde_json::to_string_pretty(v)?);
     Ok(())
+}
+
+/// The async runtime of the commands that talk to containerd or a runner.
+pub fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    Ok(tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?)
 }

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# A private containerd for arena: root, state and socket under DIR, stopped by its PID.
+#   ci/containerd.sh start DIR   prints the socket path once the daemon answers
+#   ci/containerd.sh stop DIR    stops it and releases every mount under DIR
+set -euo pipefail
+cmd=${1:?usage: ci/containerd.sh start|stop DIR}
+dir=${2:?usage: ci/containerd.sh start|stop DIR}
+mkdir -p "$dir"
+dir=$(cd "$dir" && pwd)
+case "$cmd" in
+start)
+  if [ -f "$dir/containerd.pid" ] && kill -0 "$(cat "$dir/containerd.pid")" 2>/dev/null; then
+    echo "$dir/containerd.sock"; exit 0
+  fi
+  cat > "$dir/config.toml" <<TOML
+version = 2
+root = "$dir/root"
+state = "$dir/state"
+[grpc]
+  address = "$dir/containerd.sock"
+TOML
+  containerd --config "$dir/config.toml" >"$dir/containerd.log" 2>&1 &
+  echo $! > "$dir/containerd.pid"
+  for _ in $(seq 100); do
+    [ -S "$dir/containerd.sock" ] && { echo "$dir/containerd.sock"; exit 0; }
+    sleep 0.1
+  done
+  echo "containerd did not start; see $dir/containerd.log" >&2; exit 1 ;;
+stop)
+  if [ -f "$dir/containerd.pid" ]; then
+    pid=$(cat "$dir/containerd.pid")
+    kill "$pid" 2>/dev/null || true
+    for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    rm -f "$dir/containerd.pid"
+  fi
+  # Shims and their snapshot mounts outlive the daemon: release every mount under DIR,
+  # deepest first, so DIR can be removed.
+  awk -v d="$dir/" 'index($2, d) == 1 {print $2}' /proc/self/mounts | sort -r |
+    xargs -r -n1 umount -l 2>/dev/null || true ;;
+*) echo "usage: ci/containerd.sh start|stop DIR" >&2; exit 2 ;;
+esac

@@ -1,0 +1,224 @@
+//! From what an evaluator container left behind — the gate script's exit codes and the
+//! harness's reports under `build/` — to an [`Evaluation`]. A gate passes only if its commands
+//! exited 0 and its report (where the harness wrote one) says `ok`; a gate after a failed one
+//! is `skipped`; a gate the container never reached (killed, timed out) fails with the reason.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use arena_report::{Evaluation, GateReport, GateStatus, PerfCase};
+
+use crate::gate::{Gate, GATES};
+use crate::layout::GATES_FILE;
+
+/// Exit codes of `timeout -s KILL` and of a process killed by SIGKILL.
+const KILLED: [i32; 2] = [124, 137];
+
+/// Reads `out_dir/gates` and `build_dir/*_report.json`. `container_note` explains a container
+/// that did not finish (e.g. "timed out after 960 s"), for the gates it never reached.
+pub fn collect(out_dir: &Path, build_dir: &Path, container_note: Option<&str>) -> Evaluation {
+    let codes = read_codes(&out_dir.join(GATES_FILE));
+    let mut reports: BTreeMap<Gate, GateReport> = BTreeMap::new();
+    let mut performance = Vec::new();
+    let mut failed = false;
+    for g in GATES {
+        let report = if failed {
+            GateReport::new(GateStatus::Skipped, None)
+        } else {
+            let r = judge(g, codes.get(g.name()).copied(), build_dir, container_note);
+            if g == Gate::Performance && codes.contains_key(g.name()) {
+                performance = read_performance(build_dir);
+            }
+            r
+        };
+        failed |= report.status != GateStatus::Ok;
+        reports.insert(g, report);
+    }
+    if let Some(code) = codes.get("setup") {
+        let r = GateReport::new(
+            GateStatus::Fail,
+            Some(format!(
+                "evaluator could not enter the task directory (exit {code})"
+            )),
+        );
+        reports.insert(Gate::Compile, r);
+    }
+    Evaluation {
+        compile: reports.remove(&Gate::Compile).unwrap(),
+        correctness: reports.remove(&Gate::Correctness).unwrap(),
+        performance,
+    }
+}
+
+fn read_codes(path: &Path) -> BTreeMap<String, i32> {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    text.lines()
+        .filter_map(|l| {
+            let (g, c) = l.split_once(' ')?;
+            Some((g.to_string(), c.trim().parse().ok()?))
+        })
+        .collect()
+}
+
+fn judge(g: Gate, code: Option<i32>, build: &Path, note: Option<&str>) -> GateReport {
+    let Some(code) = code else {
+        let why = note.unwrap_or("the evaluator stopped before this gate finished");
+        return GateReport::new(GateStatus::Fail, Some(format!("{} gate: {why}", g.name())));
+    };
+    let report = read_report(g, build);
+    if code != 0 {
+        let why = if KILLED.contains(&code) {
+            format!("{} gate killed after its timeout (exit {code})", g.name())
+        } else {
+            format!("{} gate exited {code}", g.name())
+        };
+        let error = match report.as_ref().and_then(|r| r.error.clone()) {
+            Some(e) => format!("{why}: {e}"),
+            None => why,
+        };
+        let mut r = report.unwrap_or_else(|| GateReport::new(GateStatus::Fail, None));
+        r.status = GateStatus::Fail;
+        r.error = Some(error);
+        return r;
+    }
+    match (g, report) {
+        // Performance has a list, not a status report: its cases are read separately.
+        (Gate::Performance, _) => GateReport::new(GateStatus::Ok, None),
+        (_, Some(r)) if r.status == GateStatus::Ok => r,
+        (_, Some(mut r)) => {
+            r.status = GateStatus::Fail;
+            r.error.get_or_insert_with(|| {
+                format!("{} exited 0 but its report does not say ok", g.name())
+            });
+            r
+        }
+        // Harnesses outside the task_runner convention may not write reports; the exit code
+        // is then the verdict.
+        (_, None) => GateReport::new(GateStatus::Ok, None),
+    }
+}
+
+fn read_report(g: Gate, build: &Path) -> Option<GateReport> {
+    let text = std::fs::read_to_string(build.join(g.report_file())).ok()?;
+    match serde_json::from_str::<GateReport>(&text) {
+        Ok(r) => Some(r),
+        Err(e) => Some(GateReport::new(
+            GateStatus::Fail,
+            Some(format!("build/{}: unreadable report: {e}", g.report_file())),
+        )),
+    }
+}
+
+fn read_performance(build: &Path) -> Vec<PerfCase> {
+    let path = build.join(Gate::Performance.report_file());
+    std::fs::read_to_string(path)
+        .ok()
+        .and_then(|t| serde_json::from_str::<Vec<PerfCase>>(&t).ok())
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::fs;
+
+    fn dirs() -> (tempfile::TempDir, std::path::PathBuf, std::path::PathBuf) {
+        let d = tempfile::tempdir().unwrap();
+        let out = d.path().join("out");
+        let build = d.path().join("build");
+        fs::create_dir_all(&out).unwrap();
+        fs::create_dir_all(&build).unwrap();
+        (d, out, build)
+    }
+
+    #[test]
+    fn all_gates_pass_with_reports() {
+        let (_d, out, build) = dirs();
+        fs::write(
+            out.join("gates"),
+            "compile 0\ncorrectness 0\nperformance 0\n",
+        )
+        .unwrap();
+        fs::write(
+            build.join("compile_report.json"),
+            r#"{"status":"ok","error":null}"#,
+        )
+        .unwrap();
+        fs::write(
+            build.join("correctness_report.json"),
+            r#"{"status":"ok","error":null,"num_shapes":3}"#,
+        )
+        .unwrap();
+        fs::write(
+            build.join("performance_report.json"),
+            r#"[{"test_case_id":"perf1","execution_time_ms":0.5}]"#,
+        )
+        .unwrap();
+        let e = collect(&out, &build, None);
+        assert!(e.correct());
+        assert_eq!(e.correctness.extra["num_shapes"], 3);
+        assert_eq!(e.performance.len(), 1);
+        assert_eq!(e.performance[0].execution_time_ms, 0.5);
+    }
+
+    #[test]
+    fn failed_correctness_skips_performance_and_keeps_the_error() {
+        let (_d, out, build) = dirs();
+        fs::write(out.join("gates"), "compile 0\ncorrectness 1\n").unwrap();
+        fs::write(
+            build.join("correctness_report.json"),
+            r#"{"status":"fail","error":"shape (4,): element 2 is 7"}"#,
+        )
+        .unwrap();
+        // A stale performance report must not be read when the gate did not run.
+        fs::write(
+            build.join("performance_report.json"),
+            r#"[{"test_case_id":"perf1","execution_time_ms":0.1}]"#,
+        )
+        .unwrap();
+        let e = collect(&out, &build, None);
+        assert!(e.compiled() && !e.correct());
+        let err = e.correctness.error.unwrap();
+        assert!(
+            err.contains("exited 1") && err.contains("element 2 is 7"),
+            "{err}"
+        );
+        assert!(e.performance.is_empty());
+    }
+
+    #[test]
+    fn exit_zero_with_a_failing_report_fails() {
+        let (_d, out, build) = dirs();
+        fs::write(out.join("gates"), "compile 0\n").unwrap();
+        fs::write(
+            build.join("compile_report.json"),
+            r#"{"status":"fail","error":null}"#,
+        )
+        .unwrap();
+        let e = collect(&out, &build, None);
+        assert_eq!(e.compile.status, GateStatus::Fail);
+        assert_eq!(e.correctness.status, GateStatus::Skipped);
+    }
+
+    #[test]
+    fn gates_never_reached_fail_with_the_container_note() {
+        let (_d, out, build) = dirs();
+        fs::write(out.join("gates"), "compile 0\n").unwrap();
+        let e = collect(&out, &build, Some("timed out after 60 s"));
+        assert!(e.compiled());
+        let err = e.correctness.error.unwrap();
+        assert!(err.contains("timed out after 60 s"), "{err}");
+    }
+
+    #[test]
+    fn killed_gate_is_named_as_a_timeout() {
+        let (_d, out, build) = dirs();
+        fs::write(out.join("gates"), "compile 137\n").unwrap();
+        let e = collect(&out, &build, None);
+        assert!(e
+            .compile
+            .error
+            .unwrap()
+            .contains("killed after its timeout"));
+    }
+}

@@ -1,0 +1,113 @@
+//! The agent's declared source files, copied out of its workspace for the evaluator. Only the
+//! files of `source_file_path` are taken, only as regular files: a symlink planted by the agent
+//! (say `source/k.py -> /etc/shadow`, or into the harness) is refused, not followed, and a bind
+//! mount never sees the agent's workspace itself.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Component, Path, PathBuf};
+
+use crate::error::EvalError;
+
+/// A staged source: where it is on the host and the task-relative path it replaces.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StagedSource {
+    pub rel: String,
+    pub host: PathBuf,
+}
+
+fn refused(rel: &str, reason: impl Into<String>) -> EvalError {
+    EvalError::Refused {
+        path: format!("workspace/{rel}"),
+        reason: reason.into(),
+    }
+}
+
+/// Copies each declared file from `workspace` to `stage` (same relative paths, mode 0644).
+pub fn stage_sources(
+    workspace: &Path,
+    declared: &[String],
+    stage: &Path,
+) -> Result<Vec<StagedSource>, EvalError> {
+    let mut out = Vec::new();
+    for rel in declared {
+        let rel = rel.trim_start_matches("./");
+        let rp = Path::new(rel);
+        if rp.components().any(|c| !matches!(c, Component::Normal(_))) {
+            return Err(refused(rel, "not a plain relative path"));
+        }
+        // Every ancestor inside the workspace must be a real directory, not a link.
+        let mut at = workspace.to_path_buf();
+        for c in rp.components() {
+            at.push(c);
+            let meta = std::fs::symlink_metadata(&at).map_err(|e| {
+                if e.kind() == std::io::ErrorKind::NotFound {
+                    refused(rel, "declared source file is missing from the workspace")
+                } else {
+                    EvalError::io(&at, e)
+                }
+            })?;
+            if meta.file_type().is_symlink() {
+                return Err(refused(
+                    rel,
+                    "is a symbolic link; the evaluator takes regular files only",
+                ));
+            }
+        }
+        let meta = std::fs::metadata(&at).map_err(|e| EvalError::io(&at, e))?;
+        if !meta.is_file() {
+            return Err(refused(rel, "is not a regular file"));
+        }
+        let dest = stage.join(rp);
+        if let Some(parent) = dest.parent() {
+            std::fs::create_dir_all(parent).map_err(|e| EvalError::io(parent, e))?;
+        }
+        std::fs::copy(&at, &dest).map_err(|e| EvalError::io(&dest, e))?;
+        std::fs::set_permissions(&dest, std::fs::Permissions::from_mode(0o644))
+            .map_err(|e| EvalError::io(&dest, e))?;
+        out.push(StagedSource {
+            rel: rel.to_string(),
+            host: dest,
+        });
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::fs;
+
+    #[test]
+    fn copies_declared_files_only() {
+        let d = tempfile::tempdir().unwrap();
+        let ws = d.path().join("ws");
+        fs::create_dir_all(ws.join("source")).unwrap();
+        fs::write(ws.join("source/k.py"), "new").unwrap();
+        fs::write(ws.join("source/other.py"), "x").unwrap();
+        let staged = stage_sources(&ws, &["source/k.py".into()], &d.path().join("st")).unwrap();
+        assert_eq!(staged.len(), 1);
+        assert_eq!(fs::read_to_string(&staged[0].host).unwrap(), "new");
+        assert!(!d.path().join("st/source/other.py").exists());
+    }
+
+    #[test]
+    fn refuses_symlinks_missing_files_and_escapes() {
+        let d = tempfile::tempdir().unwrap();
+        let ws = d.path().join("ws");
+        fs::create_dir_all(ws.join("source")).unwrap();
+        std::os::unix::fs::symlink("/etc/passwd", ws.join("source/k.py")).unwrap();
+        let st = d.path().join("st");
+        let e = stage_sources(&ws, &["source/k.py".into()], &st).unwrap_err();
+        assert!(e.to_string().contains("symbolic link"), "{e}");
+        let e = stage_sources(&ws, &["source/none.py".into()], &st).unwrap_err();
+        assert!(e.to_string().contains("missing"), "{e}");
+        let e = stage_sources(&ws, &["../x.py".into()], &st).unwrap_err();
+        assert!(e.to_string().contains("plain relative"), "{e}");
+        // A linked directory on the way is refused too.
+        fs::create_dir_all(d.path().join("elsewhere")).unwrap();
+        fs::write(d.path().join("elsewhere/k.py"), "x").unwrap();
+        std::os::unix::fs::symlink(d.path().join("elsewhere"), ws.join("src2")).unwrap();
+        let e = stage_sources(&ws, &["src2/k.py".into()], &st).unwrap_err();
+        assert!(e.to_string().contains("symbolic link"), "{e}");
+    }
+}

@@ -1,0 +1,171 @@
+//! The gRPC face of the engine (`arena.v1.Runner`).
+
+use std::path::PathBuf;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use arena_proto::v1::runner_server::Runner;
+use arena_proto::v1::{
+    CancelRunRequest, GetRunRequest, Gpu, ListGpusRequest, ListGpusResponse, RunEvent, RunState,
+    RunStatus, SubmitRunRequest, SubmitRunResponse, WatchRunRequest,
+};
+use tokio_stream::Stream;
+use tonic::{Request, Response, Status};
+
+use crate::engine::{Engine, RunHandle, RunRequest};
+use crate::error::RunnerError;
+use crate::events::is_terminal;
+
+pub struct RunnerService {
+    pub engine: Arc<Engine>,
+}
+
+impl RunnerService {
+    pub fn new(engine: Arc<Engine>) -> Self {
+        RunnerService { engine }
+    }
+
+    pub fn into_server(self) -> arena_proto::v1::runner_server::RunnerServer<RunnerService> {
+        arena_proto::v1::runner_server::RunnerServer::new(self)
+    }
+
+    fn handle(&self, id: &str) -> Result<Arc<RunHandle>, Status> {
+        self.engine
+            .run(id)
+            .ok_or_else(|| Status::not_found(format!("no run {id} on this runner")))
+    }
+}
+
+fn status_of(e: RunnerError) -> Status {
+    match e {
+        RunnerError::Drift { .. } => Status::failed_precondition(e.to_string()),
+        RunnerError::Invalid { .. }
+        | RunnerError::TaskConfig(_)
+        | RunnerError::Task(_)
+        | RunnerError::Image(_) => Status::invalid_argument(e.to_string()),
+        _ => Status::internal(e.to_string()),
+    }
+}
+
+pub fn run_status(h: &RunHandle) -> RunStatus {
+    let (state, error) = h.state();
+    // Read, not written: results.json is written when the run ends.
+    let set = h.rundir.result_set(&h.record.run_id, &h.items);
+    let finished = set.tasks.len() as u32;
+    let results = serde_json::to_string(&set).unwrap_or_default();
+    RunStatus {
+        run_id: h.record.run_id.clone(),
+        state: state as i32,
+        run_dir: h.rundir.root.display().to_string(),
+        total: h.items.len() as u32,
+        finished,
+        errors: h.errors(),
+        results_json: results,
+        error: error.unwrap_or_default(),
+    }
+}
+
+type EventStream = Pin<Box<dyn Stream<Item = Result<RunEvent, Status>> + Send>>;
+
+#[tonic::async_trait]
+impl Runner for RunnerService {
+    async fn submit_run(
+        &self,
+        req: Request<SubmitRunRequest>,
+    ) -> Result<Response<SubmitRunResponse>, Status> {
+        let r = req.into_inner();
+        let opt = |s: String| (!s.is_empty()).then(|| PathBuf::from(s));
+        let (h, done) = self
+            .engine
+            .submit(RunRequest {
+                image_lock: PathBuf::from(r.image_lock),
+                tasks: r.tasks,
+                agent: r.agent,
+                runs: r.runs.max(1),
+                run_dir: PathBuf::from(r.run_dir),
+                hidden_set: opt(r.hidden_set),
+            })
+            .await
+            .map_err(status_of)?;
+        Ok(Response::new(SubmitRunResponse {
+            run_id: h.record.run_id.clone(),
+            already_done: done,
+            total: h.items.len() as u32,
+        }))
+    }
+
+    type WatchRunStream = EventStream;
+
+    async fn watch_run(
+        &self,
+        req: Request<WatchRunRequest>,
+    ) -> Result<Response<EventStream>, Status> {
+        let h = self.handle(&req.into_inner().run_id)?;
+        let (history, mut live) = h.events.subscribe();
+        let (tx, rx) = tokio::sync::mpsc::channel(256);
+        tokio::spawn(async move {
+            for ev in history {
+                let end = is_terminal(&ev);
+                if tx.send(Ok(ev)).await.is_err() || end {
+                    return;
+                }
+            }
+            loop {
+                match live.recv().await {
+                    Ok(ev) => {
+                        let end = is_terminal(&ev);
+                        if tx.send(Ok(ev)).await.is_err() || end {
+                            return;
+                        }
+                    }
+                    Err(tokio::sync::broadcast::error::RecvError::Lagged(n)) => {
+                        let _ = tx
+                            .send(Err(Status::data_loss(format!(
+                                "watcher fell {n} events behind; watch again for the full history"
+                            ))))
+                            .await;
+                        return;
+                    }
+                    Err(_) => return,
+                }
+            }
+        });
+        Ok(Response::new(Box::pin(
+            tokio_stream::wrappers::ReceiverStream::new(rx),
+        )))
+    }
+
+    async fn get_run(&self, req: Request<GetRunRequest>) -> Result<Response<RunStatus>, Status> {
+        let h = self.handle(&req.into_inner().run_id)?;
+        Ok(Response::new(run_status(&h)))
+    }
+
+    async fn cancel_run(
+        &self,
+        req: Request<CancelRunRequest>,
+    ) -> Result<Response<RunStatus>, Status> {
+        let h = self.handle(&req.into_inner().run_id)?;
+        if h.state().0 == RunState::Running {
+            h.cancel();
+        }
+        Ok(Response::new(run_status(&h)))
+    }
+
+    async fn list_gpus(
+        &self,
+        _req: Request<ListGpusRequest>,
+    ) -> Result<Response<ListGpusResponse>, Status> {
+        let pool = &self.engine.pool;
+        let gpus = pool
+            .gpus()
+            .iter()
+            .map(|g| Gpu {
+                index: g.index,
+                kind: g.kind.clone(),
+                devices: g.devices.clone(),
+                busy_with: pool.busy_with(g.index).unwrap_or_default(),
+            })
+            .collect();
+        Ok(Response::new(ListGpusResponse { gpus }))
+    }
+}

@@ -1,0 +1,318 @@
+//! `arenactl run --image-lock FILE --agent NAME …`: submits a run to a runner — one started
+//! in-process on the local containerd, or a remote one (`--runner`) — follows its events with
+//! progress bars, and prints the aggregate table. Ctrl-C cancels the run cleanly; the same
+//! command again resumes it.
+
+use std::collections::BTreeMap;
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use arena_proto::v1::runner_client::RunnerClient;
+use arena_proto::v1::{
+    CancelRunRequest, EventKind, GetRunRequest, RunEvent, RunState, SubmitRunRequest,
+    WatchRunRequest,
+};
+use arena_report::{Report, ResultSet};
+use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
+use tokio_stream::StreamExt;
+use tonic::transport::Channel;
+
+use super::runner::local_engine;
+use super::{print_json, runtime, Outcome};
+use crate::cli::RunArgs;
+
+fn absolute(p: &Path) -> PathBuf {
+    std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf())
+}
+
+/// `runs/<lockfile stem>-<agent name>`: the same command resumes the same run.
+fn default_out(args: &RunArgs) -> PathBuf {
+    let lock = args
+        .image_lock
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "run".into());
+    let agent = Path::new(&args.agent)
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| args.agent.clone());
+    PathBuf::from("runs").join(format!("{lock}-{agent}"))
+}
+
+pub fn run(args: RunArgs) -> anyhow::Result<Outcome> {
+    runtime()?.block_on(run_async(args))
+}
+
+async fn run_async(args: RunArgs) -> anyhow::Result<Outcome> {
+    let (addr, _server) = match &args.runner {
+        Some(a) => (a.clone(), None),
+        None => {
+            // The single-machine default: the same gRPC service, served in-process on a
+            // loopback port only this process knows.
+            let engine = local_engine(&args.local).await?;
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+            let addr = listener.local_addr()?;
+            let svc = arena_runner::RunnerService::new(engine).into_server();
+            let server = tokio::spawn(
+                tonic::transport::Server::builder()
+                    .add_service(svc)
+                    .serve_with_incoming(tokio_stream::wrappers::TcpListenerStream::new(listener)),
+            );
+            (format!("http://{addr}"), Some(server))
+        }
+    };
+    let mut client = RunnerClient::connect(addr.clone())
+        .await
+        .with_context(|| format!("connecting to the runner at {addr}"))?;
+    let local = args.runner.is_none();
+    // A local runner gets absolute paths; a remote one resolves them on its own machine.
+    let path = |p: &Path| {
+        if local {
+            absolute(p).display().to_string()
+        } else {
+            p.display().to_string()
+        }
+    };
+    let agent = if local && Path::new(&args.agent).is_file() {
+        path(Path::new(&args.agent))
+    } else {
+        args.agent.clone()
+    };
+    let out = args.out.clone().unwrap_or_else(|| default_out(&args));
+    let submitted = client
+        .submit_run(SubmitRunRequest {
+            image_lock: path(&args.image_lock),
+            tasks: args.tasks.clone(),
+            agent,
+            runs: args.runs,
+            run_dir: path(&out),
+            hidden_set: args.unseen.as_deref().map(path).unwrap_or_default(),
+        })
+        .await
+        .map_err(|s| anyhow::anyhow!("{}", s.message()))?
+        .into_inner();
+    let run_id = submitted.run_id.clone();
+    let mut view = View::new(args.out_format.json, submitted.total as u64);
+    view.note(&format!(
+        "run {run_id}: {} task runs, {} finished earlier, directory {}",
+        submitted.total,
+        submitted.already_done,
+        out.display()
+    ));
+
+    let mut stream = client
+        .watch_run(WatchRunRequest {
+            run_id: run_id.clone(),
+        })
+        .await?
+        .into_inner();
+    let mut cancelling = false;
+    loop {
+        tokio::select! {
+            ev = stream.next() => match ev {
+                Some(Ok(ev)) => {
+                    let end = ev.kind == EventKind::RunDone as i32 || ev.kind == EventKind::RunCancelled as i32;
+                    view.event(&ev);
+                    if end { break; }
+                }
+                Some(Err(s)) => anyhow::bail!("watching run {run_id}: {}", s.message()),
+                None => anyhow::bail!("the runner closed the event stream of run {run_id} early"),
+            },
+            _ = tokio::signal::ctrl_c(), if !cancelling => {
+                cancelling = true;
+                view.note("cancelling: killing the run's containers (state is kept; run the same command to resume)");
+                cancel(&mut client, &run_id).await?;
+            }
+        }
+    }
+    view.finish();
+    let status = client
+        .get_run(GetRunRequest {
+            run_id: run_id.clone(),
+        })
+        .await?
+        .into_inner();
+    let set: ResultSet = serde_json::from_str(&status.results_json)
+        .context("the runner's result set is not valid JSON")?;
+    let report = Report::build(&set.tasks)?;
+    let state = RunState::try_from(status.state).unwrap_or(RunState::Failed);
+    if args.out_format.json {
+        print_json(&serde_json::json!({
+            "run_id": run_id,
+            "state": state.as_str_name().to_lowercase(),
+            "run_dir": status.run_dir,
+            "total": status.total,
+            "finished": status.finished,
+            "errors": status.errors,
+            "error": (!status.error.is_empty()).then_some(&status.error),
+            "report": report,
+        }))?;
+    } else {
+        print!("{}", report.markdown());
+        println!("\nresults: {}/results.json", status.run_dir);
+        if !status.error.is_empty() {
+            eprintln!("{}", status.error);
+        }
+    }
+    Ok(match state {
+        RunState::Done => Outcome::Ok,
+        RunState::Cancelled => Outcome::Cancelled,
+        _ => Outcome::Invalid,
+    })
+}
+
+async fn cancel(client: &mut RunnerClient<Channel>, run_id: &str) -> anyhow::Result<()> {
+    client
+        .cancel_run(CancelRunRequest {
+            run_id: run_id.to_string(),
+        })
+        .await
+        .map_err(|s| anyhow::anyhow!("cancelling {run_id}: {}", s.message()))?;
+    Ok(())
+}
+
+/// Progress: bars on a terminal, one line per event otherwise, nothing but errors for --json.
+struct View {
+    multi: Option<MultiProgress>,
+    overall: Option<ProgressBar>,
+    bars: BTreeMap<String, ProgressBar>,
+    quiet: bool,
+}
+
+fn mark(ok: bool) -> &'static str {
+    if ok {
+        "ok"
+    } else {
+        "FAIL"
+    }
+}
+
+/// One line saying what an event means, or None for events not worth a line.
+fn describe(ev: &RunEvent) -> Option<String> {
+    let k = EventKind::try_from(ev.kind).unwrap_or(EventKind::Unspecified);
+    let detail = |m: &str| {
+        if m.is_empty() {
+            String::new()
+        } else {
+            format!(": {m}")
+        }
+    };
+    Some(match k {
+        EventKind::TaskQueued => format!("queued{}", detail(&ev.message)),
+        EventKind::TaskResumed => ev.message.clone(),
+        EventKind::ImageVerified => format!("gpu {} · image {}", ev.gpu, ev.message),
+        EventKind::BaselineGate => format!(
+            "baseline {} {}{}",
+            ev.gate,
+            mark(ev.passed),
+            detail(&ev.message)
+        ),
+        EventKind::AgentStarted => format!("agent {} started", ev.message),
+        EventKind::AgentFinished => format!("agent {}", ev.message),
+        EventKind::EvaluatorGate => format!(
+            "evaluator {} {}{}",
+            ev.gate,
+            mark(ev.passed),
+            detail(&ev.message)
+        ),
+        EventKind::TaskResult => {
+            let v: serde_json::Value = serde_json::from_str(&ev.result_json).unwrap_or_default();
+            let speedup = v.get("speedup").and_then(|x| x.as_f64()).unwrap_or(0.0);
+            let score = v.get("score").and_then(|x| x.as_f64()).unwrap_or(0.0);
+            let earlier = if ev.message.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", ev.message)
+            };
+            format!("done: speedup {speedup:.2}x, score {score:.0}{earlier}")
+        }
+        EventKind::TaskError => format!("error: {}", ev.message),
+        EventKind::RunDone | EventKind::RunCancelled => {
+            if ev.message.is_empty() {
+                return None;
+            }
+            return Some(ev.message.clone());
+        }
+        EventKind::Unspecified => return None,
+    })
+}
+
+impl View {
+    fn new(json: bool, total: u64) -> View {
+        let tty = std::io::stderr().is_terminal() && !json;
+        let (multi, overall) = if tty {
+            let m = MultiProgress::new();
+            let o = m.add(
+                ProgressBar::new(total).with_style(
+                    ProgressStyle::with_template(
+                        "{elapsed_precise} [{bar:30}] {pos}/{len} task runs {msg}",
+                    )
+                    .expect("valid template")
+                    .progress_chars("=> "),
+                ),
+            );
+            (Some(m), Some(o))
+        } else {
+            (None, None)
+        };
+        View {
+            multi,
+            overall,
+            bars: BTreeMap::new(),
+            quiet: json,
+        }
+    }
+
+    fn note(&self, msg: &str) {
+        match &self.multi {
+            Some(m) => {
+                let _ = m.println(msg);
+            }
+            None if !self.quiet => eprintln!("{msg}"),
+            None => {}
+        }
+    }
+
+    fn event(&mut self, ev: &RunEvent) {
+        let Some(line) = describe(ev) else { return };
+        let who = format!("{}#{}", ev.task_id, ev.repeat);
+        let kind = EventKind::try_from(ev.kind).unwrap_or(EventKind::Unspecified);
+        let Some(multi) = &self.multi else {
+            if ev.task_id.is_empty() {
+                self.note(&line);
+            } else {
+                self.note(&format!("[{who}] {line}"));
+            }
+            return;
+        };
+        if ev.task_id.is_empty() {
+            let _ = multi.println(line);
+            return;
+        }
+        let bar = self.bars.entry(who.clone()).or_insert_with(|| {
+            let b = multi.add(
+                ProgressBar::new_spinner().with_style(
+                    ProgressStyle::with_template("  {spinner} {prefix:48!} {msg}")
+                        .expect("valid template"),
+                ),
+            );
+            b.set_prefix(who.clone());
+            b.enable_steady_tick(std::time::Duration::from_millis(200));
+            b
+        });
+        bar.set_message(line.clone());
+        if matches!(kind, EventKind::TaskResult | EventKind::TaskError) {
+            bar.finish_with_message(line);
+            if let Some(o) = &self.overall {
+                o.inc(1);
+            }
+        }
+    }
+
+    fn finish(&self) {
+        if let Some(o) = &self.overall {
+            o.finish();
+        }
+    }
+}
