@@ -7,11 +7,13 @@ pub mod collect;
 pub mod error;
 pub mod gate;
 pub mod layout;
+pub mod probe;
 pub mod script;
 pub mod sources;
 
 pub use collect::collect;
 pub use error::EvalError;
 pub use gate::{Gate, GATES};
+pub use probe::{probe_script, read_probe};
 pub use script::{gate_script, GateTimeouts};
 pub use sources::stage_sources;

@@ -188,6 +188,7 @@ mod tests {
                 } else {
                     [("alignment_stress".to_string(), 2)].into()
                 },
+                original_failures_by_category: BTreeMap::new(),
             }),
             extra: BTreeMap::new(),
         }

@@ -101,9 +101,13 @@ pub struct UnseenResult {
     pub set_digest: String,
     pub original: Evaluation,
     pub optimized: Evaluation,
-    /// Failed unseen configurations by category (edge_case, scale_up, …), both kernels.
+    /// The agent's kernel: unseen configurations it fails, by category (edge_case,
+    /// scale_up, …). Empty when it passes them all.
     #[serde(default)]
     pub failures_by_category: BTreeMap<String, u32>,
+    /// The original kernel's failures on the same configurations, by category.
+    #[serde(default)]
+    pub original_failures_by_category: BTreeMap<String, u32>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

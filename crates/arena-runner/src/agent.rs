@@ -106,6 +106,25 @@ pub const PROMPT_FILE: &str = "/arena/prompt.md";
 
 impl Agent {
     /// `name_or_path`: a file, or the name of `DIR/NAME.toml` in one of `dirs`.
+    /// The agent of a finished run as its record names it, for work that never starts the
+    /// agent (evaluating that run on a hidden set): a name and a digest, no command.
+    pub fn recorded(name: &str, digest: &str) -> Agent {
+        Agent {
+            name: name.to_string(),
+            description: None,
+            file: PathBuf::new(),
+            digest: digest.to_string(),
+            image: AgentImage::Task,
+            command: Vec::new(),
+            env: BTreeMap::new(),
+            env_passthrough: Vec::new(),
+            network: arena_runtime::Network::None,
+            timeout_s: 0,
+            max_iterations: 0,
+            mounts: Vec::new(),
+        }
+    }
+
     pub fn resolve(name_or_path: &str, dirs: &[PathBuf]) -> Result<Agent> {
         let p = Path::new(name_or_path);
         if p.is_file() {

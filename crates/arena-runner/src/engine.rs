@@ -174,22 +174,7 @@ impl Engine {
             }
         }
         // A sealed set is checked file by file against its manifest before it is used.
-        let hidden = match &req.hidden_set {
-            Some(dir) => {
-                let m = arena_task::hidden::verify_set(dir)?;
-                let dir = dir.canonicalize().map_err(|e| RunnerError::io(dir, e))?;
-                Some(HiddenSet {
-                    dir,
-                    digest: m.set_digest.clone(),
-                    files: m
-                        .files
-                        .iter()
-                        .map(|f| (f.task_id.clone(), f.file.clone()))
-                        .collect(),
-                })
-            }
-            None => None,
-        };
+        let hidden = req.hidden_set.as_deref().map(load_hidden).transpose()?;
         if let (Some(h), Some(dir)) = (&hidden, &req.hidden_set) {
             if !tasks.keys().any(|id| h.files.contains_key(id)) {
                 let theirs: Vec<&String> = h.files.keys().take(3).collect();
@@ -204,29 +189,7 @@ impl Engine {
             }
         }
         let hidden_digest = hidden.as_ref().map(|h| h.digest.clone());
-        // Every locked image the run needs, in containerd with the locked digest (imported from
-        // the store if missing). A different digest refuses the run, naming the task.
-        for id in tasks.keys() {
-            let rec = lock.task_image(id).expect("loaded from the lock");
-            arena_runtime::ensure_image(&self.containerd, &self.store, rec)
-                .await
-                .map_err(|e| match e {
-                    arena_runtime::RuntimeError::ImageMismatch {
-                        name,
-                        expected,
-                        found,
-                    } => RunnerError::Drift {
-                        task: id.clone(),
-                        what: format!("image {name} in containerd"),
-                        expected,
-                        found,
-                    },
-                    e => RunnerError::Runtime {
-                        task: id.clone(),
-                        source: e,
-                    },
-                })?;
-        }
+        self.ensure_images(&lock, &tasks).await?;
         let rundir = RunDir::new(&req.run_dir)?;
         let image_lock = req
             .image_lock
@@ -355,8 +318,73 @@ impl Engine {
             hidden,
             attempt: crate::lifecycle::new_attempt(),
         });
+        self.spawn(ctx, handle.clone(), todo, Work::Full, cancel_rx);
+        Ok((handle, done))
+    }
+}
+
+/// What a queued task run does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Work {
+    /// Baseline, agent, evaluator (and the unseen evaluations if the run has a hidden set).
+    Full,
+    /// Only the unseen evaluations of a finished task run (`arenactl unseen eval`).
+    UnseenOnly,
+}
+
+/// Reads and verifies a sealed hidden set.
+fn load_hidden(dir: &Path) -> Result<HiddenSet> {
+    let m = arena_task::hidden::verify_set(dir)?;
+    let canonical = dir.canonicalize().map_err(|e| RunnerError::io(dir, e))?;
+    Ok(HiddenSet {
+        dir: canonical,
+        digest: m.set_digest.clone(),
+        files: m
+            .files
+            .iter()
+            .map(|f| (f.task_id.clone(), f.file.clone()))
+            .collect(),
+    })
+}
+
+impl Engine {
+    /// Every locked image of `tasks` in containerd with the locked digest (imported from the
+    /// store if missing). A different digest refuses the run, naming the task.
+    async fn ensure_images(&self, lock: &Lockfile, tasks: &BTreeMap<String, Task>) -> Result<()> {
+        for id in tasks.keys() {
+            let rec = lock.task_image(id).expect("loaded from the lock");
+            arena_runtime::ensure_image(&self.containerd, &self.store, rec)
+                .await
+                .map_err(|e| match e {
+                    arena_runtime::RuntimeError::ImageMismatch {
+                        name,
+                        expected,
+                        found,
+                    } => RunnerError::Drift {
+                        task: id.clone(),
+                        what: format!("image {name} in containerd"),
+                        expected,
+                        found,
+                    },
+                    e => RunnerError::Runtime {
+                        task: id.clone(),
+                        source: e,
+                    },
+                })?;
+        }
+        Ok(())
+    }
+
+    /// Queues `todo` on the GPU pool and finishes the run when the queue is empty.
+    fn spawn(
+        &self,
+        ctx: Arc<RunContext>,
+        h: Arc<RunHandle>,
+        todo: Vec<Item>,
+        work: Work,
+        cancel_rx: watch::Receiver<bool>,
+    ) {
         let pool = self.pool.clone();
-        let h = handle.clone();
         tokio::spawn(async move {
             let c2 = ctx.clone();
             let h2 = h.clone();
@@ -368,19 +396,161 @@ impl Engine {
                 move |item, gpu| {
                     let ctx = c2.clone();
                     let h = h2.clone();
-                    async move { run_one(&ctx, &h, item, gpu).await }
+                    async move { run_one(&ctx, &h, item, gpu, work).await }
                 },
             )
             .await;
             let cancelled = *cancel_rx.borrow();
             finish(&ctx, &h, cancelled).await;
         });
+    }
+
+    /// Evaluates the finished task runs of the run in `run_dir` on the sealed hidden set in
+    /// `hidden_dir`: the original and the agent's kernel, in evaluator containers only. The
+    /// run's record names the lockfile and tasks; every digest is checked again, as for a run.
+    /// Task runs already evaluated on this set are not repeated; others get the set's result
+    /// (replacing one from another set). Nothing is run for task runs that never finished.
+    pub async fn submit_unseen(
+        self: &Arc<Self>,
+        run_dir: &Path,
+        hidden_dir: &Path,
+    ) -> Result<(Arc<RunHandle>, u32)> {
+        let rundir = RunDir::new(run_dir)?;
+        let record = rundir.load_record()?.ok_or_else(|| {
+            RunnerError::invalid(
+                rundir.record_path().display(),
+                "(file)",
+                "missing: not a run directory (arenactl run writes it)",
+            )
+        })?;
+        let lock_path = PathBuf::from(&record.image_lock);
+        let lock = Lockfile::load(&lock_path)?;
+        let lock_digest = arena_image::Digest::of_file(&lock_path)?.0.to_string();
+        if lock_digest != record.lock_digest {
+            return Err(RunnerError::Drift {
+                task: record.run_id.clone(),
+                what: format!("lockfile {}", lock_path.display()),
+                expected: record.lock_digest.clone(),
+                found: lock_digest,
+            });
+        }
+        let tasks = Self::load_tasks(&lock_path, &lock, &record.tasks)?;
+        let hidden = load_hidden(hidden_dir)?;
+        if !tasks.keys().any(|id| hidden.files.contains_key(id)) {
+            return Err(RunnerError::invalid(
+                hidden_dir.display(),
+                "files",
+                "the hidden set covers none of the run's tasks",
+            ));
+        }
+        self.ensure_images(&lock, &tasks).await?;
+        if self
+            .run(&record.run_id)
+            .is_some_and(|h| h.state().0 == RunState::Running)
+        {
+            return Err(RunnerError::Other(format!(
+                "run {} is still running; evaluate it on a hidden set once it is done",
+                record.run_id
+            )));
+        }
+        arena_runtime::gc::gc_prefix(&self.containerd, &format!("{}-", record.run_id))
+            .await
+            .map_err(|e| RunnerError::Runtime {
+                task: record.run_id.clone(),
+                source: e,
+            })?;
+        let events = Arc::new(Events::default());
+        let mut items = Vec::new();
+        let mut todo = Vec::new();
+        let mut done = 0;
+        for id in tasks.keys() {
+            for repeat in 0..record.runs {
+                let item = Item {
+                    task_id: id.clone(),
+                    repeat,
+                };
+                let Some(result) = rundir.load_result(&item) else {
+                    events.message(
+                        EventKind::TaskError,
+                        Some(&item),
+                        "not finished in this run directory: nothing to evaluate (resume the run first)",
+                    );
+                    continue;
+                };
+                items.push(item.clone());
+                let evaluated = result
+                    .unseen
+                    .as_ref()
+                    .is_some_and(|u| u.set_digest == hidden.digest);
+                if evaluated || !hidden.files.contains_key(id) {
+                    done += 1;
+                    let json = serde_json::to_string(&result).unwrap_or_default();
+                    events.emit(
+                        EventKind::TaskResult,
+                        Some(&item),
+                        Detail {
+                            message: if evaluated {
+                                "evaluated on this hidden set earlier".into()
+                            } else {
+                                "the hidden set has no unseen configurations for this task".into()
+                            },
+                            result_json: json,
+                            passed: true,
+                            ..Default::default()
+                        },
+                    );
+                } else {
+                    events.message(EventKind::TaskQueued, Some(&item), "unseen evaluation");
+                    todo.push(item);
+                }
+            }
+        }
+        if items.is_empty() {
+            return Err(RunnerError::invalid(
+                run_dir.display(),
+                "tasks",
+                "no task run of this run has finished: nothing to evaluate",
+            ));
+        }
+        let (cancel_tx, cancel_rx) = watch::channel(false);
+        let handle = Arc::new(RunHandle {
+            record: record.clone(),
+            rundir: rundir.clone(),
+            items,
+            events: events.clone(),
+            cancel: cancel_tx,
+            state: Mutex::new((RunState::Running, None)),
+            errors: Mutex::new(0),
+        });
+        self.runs
+            .lock()
+            .unwrap()
+            .insert(record.run_id.clone(), handle.clone());
+        let ctx = Arc::new(RunContext {
+            containerd: self.containerd.clone(),
+            store: self.store.clone(),
+            agent: Agent::recorded(&record.agent, &record.agent_digest),
+            record,
+            rundir,
+            lock,
+            tasks,
+            events,
+            cancel: cancel_rx.clone(),
+            env: HashMap::new(),
+            hidden: Some(hidden),
+            attempt: crate::lifecycle::new_attempt(),
+        });
+        self.spawn(ctx, handle.clone(), todo, Work::UnseenOnly, cancel_rx);
         Ok((handle, done))
     }
 }
 
-async fn run_one(ctx: &RunContext, h: &RunHandle, item: Item, gpu: Gpu) {
-    match ctx.run_item(&item, &gpu).await {
+async fn run_one(ctx: &RunContext, h: &RunHandle, item: Item, gpu: Gpu, work: Work) {
+    let outcome = match work {
+        Work::Full => ctx.run_item(&item, &gpu).await,
+        Work::UnseenOnly => ctx.run_unseen_item(&item, &gpu).await,
+    };
+    match outcome {
         Ok(result) => {
             let json = serde_json::to_string(&result).unwrap_or_default();
             ctx.events.emit(

@@ -20,6 +20,7 @@ use arena_runtime::{
     RunRequest,
 };
 use arena_task::hidden::TaskUnseen;
+use arena_task::declarations::Declaration;
 use arena_task::{EntryKind, Task};
 use serde_json::json;
 use sha2::{Digest, Sha256};
@@ -215,6 +216,9 @@ impl RunContext {
         let dir = self.rundir.item_dir(item).join(phase);
         let (out, build) = (dir.join("out"), dir.join("build"));
         for d in [&out, &build] {
+            // Reports of an earlier evaluation (an unseen set evaluated again) must not stand
+            // in for this one's. (The phase directory itself may hold the staged sources.)
+            let _ = std::fs::remove_dir_all(d);
             std::fs::create_dir_all(d).map_err(|e| RunnerError::io(d, e))?;
         }
         let timeouts = GateTimeouts::for_task(&task.config);
@@ -354,11 +358,14 @@ impl RunContext {
         Ok(out)
     }
 
-    /// The original and the agent's kernel on the task's hidden unseen configurations: a
-    /// private copy of the harness with the declaration rewritten is bound over the image's,
-    /// the task's hidden file is bound read-only, both only into these two evaluator
-    /// containers, and the copy is removed afterwards.
-    async fn evaluate_unseen(
+    /// The original and the agent's kernel on the task's hidden unseen configurations:
+    /// private copies of the harness with the declaration rewritten are bound over the image's,
+    /// the task's hidden file is bound read-only, both only into these evaluator containers,
+    /// and the copies are removed afterwards. A list declaration (`TEST_SHAPES`, parametrize)
+    /// holds every configuration in one evaluation, and a kernel that fails it is probed per
+    /// configuration for the failure counts; `get_inputs()` describes one configuration, so
+    /// each is its own evaluation.
+    pub(crate) async fn evaluate_unseen(
         &self,
         item: &Item,
         task: &Task,
@@ -378,56 +385,27 @@ impl RunContext {
             std::fs::read_to_string(&hidden_file).map_err(|e| RunnerError::io(&hidden_file, e))?;
         let set: TaskUnseen = serde_json::from_str(&text)
             .map_err(|e| RunnerError::invalid(hidden_file.display(), "(json)", e.to_string()))?;
-        let harness_host = task.dir.join(&set.harness);
-        let src = std::fs::read_to_string(&harness_host)
-            .map_err(|e| RunnerError::io(&harness_host, e))?;
-        let decl = arena_task::shapes::read_decl(&src, &set.declaration).map_err(|e| {
-            RunnerError::invalid(harness_host.display(), &set.declaration, e.to_string())
-        })?;
-        let entries: Vec<String> = set.configs.iter().map(|c| c.entry.clone()).collect();
         let private = self.rundir.item_dir(item).join("unseen-harness");
-        let rewritten = private.join(&set.harness);
-        if let Some(parent) = rewritten.parent() {
-            std::fs::create_dir_all(parent).map_err(|e| RunnerError::io(parent, e))?;
-        }
-        std::fs::write(
-            &rewritten,
-            arena_task::shapes::rewrite_source(&src, &decl, &entries),
-        )
-        .map_err(|e| RunnerError::io(&rewritten, e))?;
-        let binds = vec![
-            bind(&rewritten, &layout::source_path(&set.harness), true),
-            bind(&hidden_file, HIDDEN_MOUNT, true),
-        ];
+        let _ = std::fs::remove_dir_all(&private);
+        let unseen = UnseenEval {
+            ctx: self,
+            item,
+            task,
+            image,
+            env,
+            gpu,
+            hidden_file: &hidden_file,
+            decl: Declaration::parse(&set.declaration),
+            files: std::iter::once(set.harness.clone())
+                .chain(set.also.iter().cloned())
+                .collect(),
+            set: &set,
+            private: &private,
+        };
         let outcome = async {
-            let original = self
-                .evaluate(
-                    item,
-                    task,
-                    image,
-                    env,
-                    gpu,
-                    "unseen-original",
-                    &[],
-                    &binds,
-                    EventKind::EvaluatorGate,
-                )
-                .await?;
+            let original = unseen.kernel("unseen-original", &[]).await?;
             let optimized = match staged {
-                Some(s) => Some(
-                    self.evaluate(
-                        item,
-                        task,
-                        image,
-                        env,
-                        gpu,
-                        "unseen-optimized",
-                        s,
-                        &binds,
-                        EventKind::EvaluatorGate,
-                    )
-                    .await?,
-                ),
+                Some(s) => Some(unseen.kernel("unseen-optimized", s).await?),
                 None => None,
             };
             Ok::<_, RunnerError>((original, optimized))
@@ -436,22 +414,60 @@ impl RunContext {
         let _ = std::fs::remove_dir_all(&private);
         let (original, optimized) = outcome?;
         let optimized = match optimized {
-            Some(p) => p.evaluation,
-            None => Evaluation {
-                compile: GateReport::new(
-                    GateStatus::Fail,
-                    Some("the agent's sources were refused".into()),
-                ),
-                correctness: GateReport::new(GateStatus::Skipped, None),
-                performance: Vec::new(),
+            Some(p) => p,
+            None => KernelOnUnseen {
+                evaluation: Evaluation {
+                    compile: GateReport::new(
+                        GateStatus::Fail,
+                        Some("the agent's sources were refused".into()),
+                    ),
+                    correctness: GateReport::new(GateStatus::Skipped, None),
+                    performance: Vec::new(),
+                },
+                failures: unseen.count(&vec![false; set.configs.len()]),
             },
         };
         Ok(Some(UnseenResult {
             set_digest: hidden.digest.clone(),
             original: original.evaluation,
-            optimized,
-            failures_by_category: Default::default(),
+            optimized: optimized.evaluation,
+            failures_by_category: optimized.failures,
+            original_failures_by_category: original.failures,
         }))
+    }
+
+    /// Evaluates a finished task run on the run's hidden set: the agent's declared sources are
+    /// staged again from its workspace (as the evaluator took them), and the result gains the
+    /// unseen result, written atomically. Its seen result is not touched.
+    pub async fn run_unseen_item(&self, item: &Item, gpu: &Gpu) -> Result<TaskResult> {
+        let mut result = self.rundir.load_result(item).ok_or_else(|| {
+            RunnerError::Other(format!("{}: no finished result to evaluate", item.label()))
+        })?;
+        let task = self
+            .tasks
+            .get(&item.task_id)
+            .ok_or_else(|| RunnerError::Other(format!("{}: task not loaded", item.task_id)))?;
+        let rec = self.record_of(&task.id)?;
+        let image = arena_runtime::ensure_image(&self.containerd, &self.store, rec)
+            .await
+            .map_err(|e| self.runtime_err(item, e))?;
+        let env = image_env(&self.store, rec)?;
+        let item_dir = self.rundir.item_dir(item);
+        let stage = item_dir.join("unseen-candidate/src");
+        let _ = std::fs::remove_dir_all(&stage);
+        let staged = stage_sources(
+            &item_dir.join("workspace"),
+            &task.config.source_file_path,
+            &stage,
+        )
+        .ok();
+        let unseen = self
+            .evaluate_unseen(item, task, &image, &env, gpu, staged.as_deref())
+            .await?;
+        let _ = std::fs::remove_dir_all(item_dir.join("unseen-candidate"));
+        result.unseen = unseen;
+        write_json(&self.rundir.result_path(item), &result)?;
+        Ok(result)
     }
 
     /// Runs one task run to its result (written to `result.json`).
@@ -631,9 +647,320 @@ impl RunContext {
     }
 }
 
+/// One kernel's evaluation on the unseen configurations, and the configurations it fails
+/// by category.
+struct KernelOnUnseen {
+    evaluation: Evaluation,
+    failures: BTreeMap<String, u32>,
+}
+
+/// What evaluating one task on its unseen set needs.
+struct UnseenEval<'a> {
+    ctx: &'a RunContext,
+    item: &'a Item,
+    task: &'a Task,
+    image: &'a ImageRef,
+    env: &'a [String],
+    gpu: &'a Gpu,
+    hidden_file: &'a Path,
+    decl: Declaration,
+    /// The files the declaration is rewritten in (relative to the task).
+    files: Vec<String>,
+    set: &'a TaskUnseen,
+    /// The run directory's private copies (removed after the evaluations).
+    private: &'a Path,
+}
+
+impl UnseenEval<'_> {
+    /// Writes the task's declaration files rewritten with `entries` under `dir`.
+    fn write_variant(&self, dir: &Path, entries: &[String]) -> Result<()> {
+        for rel in &self.files {
+            let host = self.task.dir.join(rel);
+            let src = std::fs::read_to_string(&host).map_err(|e| RunnerError::io(&host, e))?;
+            let text = arena_task::declarations::rewrite(&src, &self.decl, entries).map_err(
+                |e| RunnerError::invalid(host.display(), &self.set.declaration, e.to_string()),
+            )?;
+            let to = dir.join(rel);
+            if let Some(parent) = to.parent() {
+                std::fs::create_dir_all(parent).map_err(|e| RunnerError::io(parent, e))?;
+            }
+            std::fs::write(&to, text).map_err(|e| RunnerError::io(&to, e))?;
+        }
+        Ok(())
+    }
+
+    /// Read-only binds of a variant's files over the image's, and of the task's hidden file.
+    fn binds(&self, dir: &Path) -> Vec<BindMount> {
+        let mut b: Vec<BindMount> = self
+            .files
+            .iter()
+            .map(|rel| bind(dir.join(rel), &layout::source_path(rel), true))
+            .collect();
+        b.push(bind(self.hidden_file, HIDDEN_MOUNT, true));
+        b
+    }
+
+    fn entries(&self) -> Vec<String> {
+        self.set.configs.iter().map(|c| c.entry.clone()).collect()
+    }
+
+    /// Failed configurations by category, from one pass/fail per configuration.
+    fn count(&self, passed: &[bool]) -> BTreeMap<String, u32> {
+        let mut out = BTreeMap::new();
+        for (c, ok) in self.set.configs.iter().zip(passed) {
+            if !ok {
+                *out.entry(c.category.as_str().to_string()).or_default() += 1;
+            }
+        }
+        out
+    }
+
+    async fn evaluate(&self, phase: &str, sources: &[StagedSource], dir: &Path) -> Result<Phase> {
+        self.ctx
+            .evaluate(
+                self.item,
+                self.task,
+                self.image,
+                self.env,
+                self.gpu,
+                phase,
+                sources,
+                &self.binds(dir),
+                EventKind::EvaluatorGate,
+            )
+            .await
+    }
+
+    /// One kernel (`sources` over the image's; none for the original) on the whole set.
+    async fn kernel(&self, phase: &str, sources: &[StagedSource]) -> Result<KernelOnUnseen> {
+        let n = self.set.configs.len();
+        if self.decl.one_config_per_file() {
+            let mut evals = Vec::new();
+            for (k, entry) in self.entries().into_iter().enumerate() {
+                let dir = self.private.join(format!("{phase}-{k}"));
+                self.write_variant(&dir, &[entry])?;
+                evals.push(self.evaluate(&format!("{phase}-{k}"), sources, &dir).await?);
+            }
+            let passed: Vec<bool> = evals.iter().map(|p| p.evaluation.correct()).collect();
+            let evaluation = merge_per_config(
+                evals.into_iter().map(|p| p.evaluation).collect(),
+                self.set,
+            );
+            return Ok(KernelOnUnseen {
+                evaluation,
+                failures: self.count(&passed),
+            });
+        }
+        let dir = self.private.join(phase);
+        self.write_variant(&dir, &self.entries())?;
+        let evaluation = self.evaluate(phase, sources, &dir).await?.evaluation;
+        let passed = if evaluation.correct() {
+            vec![true; n]
+        } else if evaluation.compiled() {
+            self.probe(&format!("{phase}-probe"), sources).await?
+        } else {
+            vec![false; n]
+        };
+        Ok(KernelOnUnseen {
+            evaluation,
+            failures: self.count(&passed),
+        })
+    }
+
+    /// Compiles once and runs correctness per configuration in one evaluator container.
+    async fn probe(&self, phase: &str, sources: &[StagedSource]) -> Result<Vec<bool>> {
+        let n = self.set.configs.len();
+        let variants = self.private.join(phase);
+        for (k, entry) in self.entries().into_iter().enumerate() {
+            self.write_variant(&variants.join(k.to_string()), &[entry])?;
+        }
+        let dir = self.ctx.rundir.item_dir(self.item).join(phase);
+        let (out, build) = (dir.join("out"), dir.join("build"));
+        for d in [&out, &build] {
+            let _ = std::fs::remove_dir_all(d);
+            std::fs::create_dir_all(d).map_err(|e| RunnerError::io(d, e))?;
+        }
+        let timeouts = GateTimeouts::for_task(&self.task.config);
+        let script = dir.join("probe.sh");
+        std::fs::write(
+            &script,
+            arena_eval::probe_script(&self.task.config, &timeouts, &self.files, n),
+        )
+        .map_err(|e| RunnerError::io(&script, e))?;
+        let mut cfg = ContainerConfig::command(&["sh", SCRIPT]);
+        cfg.env = arena_runtime::spec::merge_env(self.env);
+        cfg.cwd = layout::TASK_ROOT.into();
+        cfg.network = Network::None;
+        cfg.devices = self
+            .gpu
+            .profile
+            .resolve()
+            .map_err(|e| self.ctx.runtime_err(self.item, e))?;
+        cfg.binds = vec![
+            bind(&script, SCRIPT, true),
+            bind(&out, OUT_DIR, false),
+            bind(&build, &layout::build_dir(), false),
+            bind(&variants, arena_eval::probe::PROBE_DIR, true),
+            bind(self.hidden_file, HIDDEN_MOUNT, true),
+        ];
+        for s in sources {
+            cfg.binds
+                .push(bind(&s.host, &layout::source_path(&s.rel), true));
+        }
+        let limit = timeouts.compile + timeouts.correctness * n as u64 + 60;
+        self.ctx
+            .container(self.item, phase, self.image, cfg, limit)
+            .await?;
+        let passed = arena_eval::read_probe(&out, n).unwrap_or_else(|| vec![false; n]);
+        let failed = passed.iter().filter(|p| !**p).count();
+        self.ctx.events.emit(
+            EventKind::EvaluatorGate,
+            Some(self.item),
+            Detail {
+                gpu: Some(self.gpu.index),
+                gate: gate_label(phase, "per-configuration correctness"),
+                passed: failed == 0,
+                message: format!("{failed} of {n} unseen configurations fail"),
+                ..Default::default()
+            },
+        );
+        Ok(passed)
+    }
+}
+
+/// One evaluation from the per-configuration evaluations of a `get_inputs()` task: it compiles
+/// if every one did, is correct if every one is, and its cases are every configuration's,
+/// named `u<k>.<case>`.
+fn merge_per_config(evals: Vec<Evaluation>, set: &TaskUnseen) -> Evaluation {
+    let label = |k: usize| {
+        set.configs
+            .get(k)
+            .map(|c| format!("unseen configuration {k} ({})", c.category.as_str()))
+            .unwrap_or_else(|| format!("unseen configuration {k}"))
+    };
+    let with_label = |k: usize, r: &GateReport| {
+        let mut r = r.clone();
+        r.error = Some(match &r.error {
+            Some(e) => format!("{}: {e}", label(k)),
+            None => label(k),
+        });
+        r
+    };
+    let compile = match evals.iter().position(|e| !e.compiled()) {
+        Some(k) => with_label(k, &evals[k].compile),
+        None => evals
+            .first()
+            .map(|e| e.compile.clone())
+            .unwrap_or_else(|| GateReport::new(GateStatus::Fail, Some("no configurations".into()))),
+    };
+    let correctness = if !compile.passed() {
+        GateReport::new(GateStatus::Skipped, None)
+    } else {
+        match evals.iter().position(|e| !e.correct()) {
+            Some(k) => with_label(k, &evals[k].correctness),
+            None => evals[0].correctness.clone(),
+        }
+    };
+    let performance = if correctness.passed() {
+        evals
+            .iter()
+            .enumerate()
+            .flat_map(|(k, e)| {
+                e.performance.iter().map(move |c| {
+                    let mut c = c.clone();
+                    c.test_case_id = format!("u{k}.{}", c.test_case_id);
+                    c
+                })
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
+    Evaluation {
+        compile,
+        correctness,
+        performance,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use arena_report::PerfCase;
+    use arena_task::unseen::{Category, UnseenConfig};
+
+    fn eval(compiled: bool, correct: bool, cases: &[(&str, f64)]) -> Evaluation {
+        let gate = |ok: bool, err: &str| {
+            GateReport::new(
+                if ok { GateStatus::Ok } else { GateStatus::Fail },
+                (!ok).then(|| err.to_string()),
+            )
+        };
+        Evaluation {
+            compile: gate(compiled, "no build"),
+            correctness: if compiled {
+                gate(correct, "mismatch")
+            } else {
+                GateReport::new(GateStatus::Skipped, None)
+            },
+            performance: cases.iter().map(|(i, m)| PerfCase::new(i, *m)).collect(),
+        }
+    }
+
+    fn set(n: usize) -> TaskUnseen {
+        TaskUnseen {
+            schema: "arena.unseen/v1".into(),
+            task_id: "t".into(),
+            harness: "ref.py".into(),
+            declaration: "get_inputs()".into(),
+            also: Vec::new(),
+            configs: (0..n)
+                .map(|k| UnseenConfig {
+                    category: if k == 1 {
+                        Category::AlignmentStress
+                    } else {
+                        Category::EdgeCase
+                    },
+                    entry: format!("({k},)"),
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn per_configuration_evaluations_merge_into_one() {
+        let all_ok = merge_per_config(
+            vec![
+                eval(true, true, &[("perf1", 1.0)]),
+                eval(true, true, &[("perf1", 2.0)]),
+            ],
+            &set(2),
+        );
+        assert!(all_ok.correct());
+        let ids: Vec<&str> = all_ok
+            .performance
+            .iter()
+            .map(|c| c.test_case_id.as_str())
+            .collect();
+        assert_eq!(ids, ["u0.perf1", "u1.perf1"]);
+
+        // One wrong configuration makes the whole evaluation wrong, named with its category;
+        // no performance cases are kept from a wrong evaluation.
+        let one_wrong = merge_per_config(
+            vec![eval(true, true, &[("perf1", 1.0)]), eval(true, false, &[])],
+            &set(2),
+        );
+        assert!(one_wrong.compiled() && !one_wrong.correct());
+        assert_eq!(
+            one_wrong.correctness.error.as_deref(),
+            Some("unseen configuration 1 (alignment_stress): mismatch")
+        );
+        assert!(one_wrong.performance.is_empty());
+
+        let no_build = merge_per_config(vec![eval(false, false, &[])], &set(1));
+        assert!(!no_build.compiled());
+        assert_eq!(no_build.correctness.status, GateStatus::Skipped);
+    }
 
     #[test]
     fn container_ids_share_the_run_prefix_and_differ_by_phase() {

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use arena_proto::v1::runner_server::Runner;
 use arena_proto::v1::{
     CancelRunRequest, GetRunRequest, Gpu, ListGpusRequest, ListGpusResponse, RunEvent, RunState,
-    RunStatus, SubmitRunRequest, SubmitRunResponse, WatchRunRequest,
+    EvaluateUnseenRequest, RunStatus, SubmitRunRequest, SubmitRunResponse, WatchRunRequest,
 };
 use tokio_stream::Stream;
 use tonic::{Request, Response, Status};
@@ -85,6 +85,26 @@ impl Runner for RunnerService {
                 run_dir: PathBuf::from(r.run_dir),
                 hidden_set: opt(r.hidden_set),
             })
+            .await
+            .map_err(status_of)?;
+        Ok(Response::new(SubmitRunResponse {
+            run_id: h.record.run_id.clone(),
+            already_done: done,
+            total: h.items.len() as u32,
+        }))
+    }
+
+    async fn evaluate_unseen(
+        &self,
+        req: Request<EvaluateUnseenRequest>,
+    ) -> Result<Response<SubmitRunResponse>, Status> {
+        let r = req.into_inner();
+        if r.hidden_set.is_empty() {
+            return Err(Status::invalid_argument("hidden_set: required"));
+        }
+        let (h, done) = self
+            .engine
+            .submit_unseen(&PathBuf::from(r.run_dir), &PathBuf::from(r.hidden_set))
             .await
             .map_err(status_of)?;
         Ok(Response::new(SubmitRunResponse {

@@ -9,7 +9,10 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest as _, Sha256};
 
 use crate::error::TaskError;
-use crate::shapes::read_decl;
+use crate::declarations::{
+    parametrize_decorators, read_get_inputs, read_parametrize, visible_entries, Declaration,
+};
+use crate::shapes::{read_decl, ShapeError, Value};
 use crate::task::Task;
 use crate::unseen::{generate, GenOptions, UnseenConfig};
 
@@ -25,7 +28,12 @@ pub struct TaskUnseen {
     pub task_id: String,
     /// The harness file (relative to the task) whose declaration is replaced.
     pub harness: String,
+    /// `TEST_SHAPES`, `parametrize(M, N)` or `get_inputs()` ([`Declaration`]).
     pub declaration: String,
+    /// Further files whose declaration is rewritten alike (`get_inputs()` in both of a gpumode
+    /// task's PyTorch files).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub also: Vec<String>,
     pub configs: Vec<UnseenConfig>,
 }
 
@@ -72,28 +80,141 @@ pub fn file_name(task_id: &str) -> String {
     format!("{}.json", task_id.replace('/', "__"))
 }
 
-/// Reads the visible declaration of a task and generates its configurations.
-pub fn task_unseen(task: &Task, opts: GenOptions) -> Result<TaskUnseen, String> {
+/// Where a task declares its visible shapes: the file (relative to the task), the
+/// declaration, its visible entries, and further files declaring the same (`get_inputs()` in
+/// both of a gpumode task's PyTorch files).
+#[derive(Debug, Clone, PartialEq)]
+pub struct FoundDeclaration {
+    pub file: String,
+    pub declaration: Declaration,
+    pub entries: Vec<Value>,
+    pub also: Vec<String>,
+}
+
+/// The task's Python files an evaluator may rewrite: not the agent's declared sources (the
+/// evaluator binds those from the agent's workspace), sorted.
+fn harness_candidates(task: &Task) -> Result<Vec<String>, String> {
+    let sources: Vec<String> = task
+        .config
+        .source_file_path
+        .iter()
+        .map(|s| s.trim_start_matches("./").to_string())
+        .collect();
+    let mut out: Vec<String> = crate::task_tree(&task.dir)
+        .map_err(|e| e.to_string())?
+        .into_iter()
+        .filter(|e| matches!(e.kind, crate::EntryKind::File { .. }))
+        .map(|e| e.rel)
+        .filter(|rel| rel.ends_with(".py") && !sources.contains(rel))
+        .collect();
+    out.sort();
+    Ok(out)
+}
+
+/// Finds the task's shape declaration, in the order TASK-FORMAT.md lists them: `TEST_SHAPES`
+/// in the task runner, then parametrize lists, then `get_inputs()`. A declaration that exists
+/// but is computed is an error naming it (never passed over for a weaker one).
+pub fn find_declaration(task: &Task) -> Result<FoundDeclaration, String> {
     let harness = task
         .config
         .harness_path
         .clone()
         .unwrap_or_else(|| DEFAULT_HARNESS.to_string());
-    let path = task.dir.join(&harness);
-    let src = std::fs::read_to_string(&path).map_err(|e| {
-        format!(
-            "{}: {e} (only TEST_SHAPES task runners are read so far)",
-            path.display()
-        )
-    })?;
-    let decl = read_decl(&src, DECLARATION).map_err(|e| format!("{}: {e}", path.display()))?;
-    let configs =
-        generate(&task.id, &decl.entries, opts).map_err(|e| format!("{}: {e}", path.display()))?;
+    let read = |rel: &str| {
+        let p = task.dir.join(rel);
+        std::fs::read_to_string(&p).map_err(|e| format!("{}: {e}", p.display()))
+    };
+    let at = |rel: &str, e: ShapeError| format!("{}: {e}", task.dir.join(rel).display());
+    if task.dir.join(&harness).is_file() {
+        let src = read(&harness)?;
+        match read_decl(&src, DECLARATION) {
+            Ok(d) => {
+                return Ok(FoundDeclaration {
+                    file: harness,
+                    declaration: Declaration::Assign(DECLARATION.into()),
+                    entries: d.entries,
+                    also: Vec::new(),
+                })
+            }
+            Err(ShapeError::NotFound(_)) => {}
+            Err(e) => return Err(at(&harness, e)),
+        }
+    }
+    let files = harness_candidates(task)?;
+    for rel in &files {
+        let src = read(rel)?;
+        if parametrize_decorators(&src).is_empty() {
+            continue;
+        }
+        match read_parametrize(&src, None) {
+            Ok(d) => {
+                return Ok(FoundDeclaration {
+                    file: rel.clone(),
+                    declaration: Declaration::Parametrize(d.argnames),
+                    entries: d.entries,
+                    also: Vec::new(),
+                })
+            }
+            Err(e) => return Err(at(rel, e)),
+        }
+    }
+    let mut found: Option<(FoundDeclaration, Vec<String>)> = None;
+    for rel in &files {
+        let src = read(rel)?;
+        match read_get_inputs(&src) {
+            Ok(d) => {
+                let names: Vec<String> = d.constants.iter().map(|c| c.name.clone()).collect();
+                match &mut found {
+                    None => {
+                        let entries = visible_entries(&src, &Declaration::GetInputs)
+                            .map_err(|e| at(rel, e))?;
+                        found = Some((
+                            FoundDeclaration {
+                                file: rel.clone(),
+                                declaration: Declaration::GetInputs,
+                                entries,
+                                also: Vec::new(),
+                            },
+                            names,
+                        ));
+                    }
+                    Some((f, first)) if *first == names => f.also.push(rel.clone()),
+                    Some((f, first)) => {
+                        return Err(format!(
+                            "{} and {}: get_inputs() uses different constants ({} vs {}); \
+                             both files would have to be rewritten alike",
+                            f.file,
+                            rel,
+                            first.join(", "),
+                            names.join(", ")
+                        ))
+                    }
+                }
+            }
+            Err(ShapeError::NoGetInputs) => {}
+            Err(e) => return Err(at(rel, e)),
+        }
+    }
+    if let Some((f, _)) = found {
+        return Ok(f);
+    }
+    Err(format!(
+        "no shape declaration found: no `{DECLARATION} = [...]` in {harness}, no \
+         `@pytest.mark.parametrize` list and no `def get_inputs()` in the task's other Python files"
+    ))
+}
+
+/// Reads the visible declaration of a task and generates its configurations.
+pub fn task_unseen(task: &Task, opts: GenOptions) -> Result<TaskUnseen, String> {
+    let found = find_declaration(task)?;
+    let configs = generate(&task.id, &found.entries, opts)
+        .map_err(|e| format!("{}: {e}", task.dir.join(&found.file).display()))?;
     Ok(TaskUnseen {
         schema: TASK_SCHEMA.into(),
         task_id: task.id.clone(),
-        harness,
-        declaration: DECLARATION.into(),
+        harness: found.file,
+        declaration: found.declaration.to_string(),
+        also: found.also,
         configs,
     })
 }
@@ -302,5 +423,77 @@ mod tests {
             "{:?}",
             m.skipped
         );
+    }
+
+    fn task_with(files: &[(&str, &str)], sources: &str) -> (tempfile::TempDir, Task) {
+        let d = tempfile::tempdir().unwrap();
+        let t = d.path().join("t");
+        for (rel, text) in files {
+            let p = t.join(rel);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, text).unwrap();
+        }
+        std::fs::write(
+            t.join("config.yaml"),
+            format!("task_type: triton2triton\nsource_file_path: [{sources}]\ncompile_command: [a]\ncorrectness_command: [b]\nperformance_command: [c]\n"),
+        )
+        .unwrap();
+        let task = Task::load(&t, "t").unwrap();
+        (d, task)
+    }
+
+    #[test]
+    fn parametrize_tasks_get_sets_for_their_shape_list() {
+        let test = "import pytest\n@pytest.mark.parametrize('dtype', ['fp16'])\n@pytest.mark.parametrize('M, N', [(1, 128), (64, 1000)])\ndef test_k(M, N, dtype): pass\n";
+        let (_d, task) = task_with(
+            &[("kernel.py", "# the agent's\n"), ("test_kernel.py", test)],
+            "kernel.py",
+        );
+        let u = task_unseen(&task, GenOptions::default()).unwrap();
+        assert_eq!(u.harness, "test_kernel.py");
+        assert_eq!(u.declaration, "parametrize(M, N)");
+        assert_eq!(u.configs.len(), 8);
+        // The set's entries go back into the file in place of the visible list.
+        let entries: Vec<String> = u.configs.iter().map(|c| c.entry.clone()).collect();
+        let out = crate::declarations::rewrite(
+            test,
+            &Declaration::parse(&u.declaration),
+            &entries,
+        )
+        .unwrap();
+        let back = crate::declarations::read_parametrize(&out, Some("M, N")).unwrap();
+        assert_eq!(back.entries.len(), 8);
+        assert!(out.contains("@pytest.mark.parametrize('dtype', ['fp16'])"));
+    }
+
+    #[test]
+    fn get_inputs_tasks_rewrite_both_pytorch_files() {
+        let module = "import torch\nbatch_size = 16\ndim = 4096\ndef get_inputs():\n    return [torch.randn(batch_size, dim)]\n";
+        let (_d, task) = task_with(
+            &[
+                ("kernel.hip", "// the agent's\n"),
+                ("ref_module.py", module),
+                ("ref_func.py", module),
+                ("eval_tools/compile.py", "import sys\n"),
+            ],
+            "kernel.hip",
+        );
+        let u = task_unseen(&task, GenOptions::default()).unwrap();
+        assert_eq!(u.declaration, "get_inputs()");
+        assert_eq!(u.harness, "ref_func.py");
+        assert_eq!(u.also, ["ref_module.py"]);
+        assert!(u.configs.iter().all(|c| c.entry.starts_with('(')));
+        // A task whose two files disagree is skipped with both named.
+        let other = "N = 3\ndef get_inputs():\n    return [torch.randn(N)]\n";
+        let (_d2, task) = task_with(
+            &[("kernel.hip", ""), ("a.py", module), ("b.py", other)],
+            "kernel.hip",
+        );
+        let e = task_unseen(&task, GenOptions::default()).unwrap_err();
+        assert!(e.contains("a.py and b.py") && e.contains("different constants"), "{e}");
+        // Nothing readable at all: the reason names all three forms.
+        let (_d3, task) = task_with(&[("kernel.py", "x = 1\n")], "kernel.py");
+        let e = task_unseen(&task, GenOptions::default()).unwrap_err();
+        assert!(e.contains("TEST_SHAPES") && e.contains("parametrize") && e.contains("get_inputs"), "{e}");
     }
 }

@@ -3,6 +3,7 @@
 //! content digest of a task tree.
 
 pub mod config;
+pub mod declarations;
 pub mod digest;
 pub mod discover;
 pub mod error;

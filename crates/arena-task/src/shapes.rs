@@ -97,25 +97,31 @@ pub enum ShapeError {
     },
     #[error("line {line}: {message}")]
     Syntax { line: usize, message: String },
+    #[error("no `@pytest.mark.parametrize` decorator{0}")]
+    NoParametrize(String),
+    #[error("no module-level `def get_inputs():`")]
+    NoGetInputs,
+    #[error("line {line}: get_inputs() {message}")]
+    GetInputs { line: usize, message: String },
 }
 
-struct Parser<'a> {
-    src: &'a str,
-    pos: usize,
-    name: &'a str,
+pub(crate) struct Parser<'a> {
+    pub(crate) src: &'a str,
+    pub(crate) pos: usize,
+    pub(crate) name: &'a str,
 }
 
 impl<'a> Parser<'a> {
-    fn line(&self) -> usize {
+    pub(crate) fn line(&self) -> usize {
         self.src[..self.pos].matches('\n').count() + 1
     }
 
-    fn peek(&self) -> Option<char> {
+    pub(crate) fn peek(&self) -> Option<char> {
         self.src[self.pos..].chars().next()
     }
 
     /// Skips whitespace, newlines, line continuations and comments.
-    fn skip(&mut self) {
+    pub(crate) fn skip(&mut self) {
         while let Some(c) = self.peek() {
             if c.is_whitespace() || c == '\\' {
                 self.pos += c.len_utf8();
@@ -132,7 +138,7 @@ impl<'a> Parser<'a> {
         }
     }
 
-    fn not_literal(&self, what: impl Into<String>) -> ShapeError {
+    pub(crate) fn not_literal(&self, what: impl Into<String>) -> ShapeError {
         ShapeError::NotLiteral {
             name: self.name.to_string(),
             line: self.line(),
@@ -140,7 +146,7 @@ impl<'a> Parser<'a> {
         }
     }
 
-    fn value(&mut self) -> Result<Value, ShapeError> {
+    pub(crate) fn value(&mut self) -> Result<Value, ShapeError> {
         self.skip();
         let c = self.peek().ok_or(ShapeError::Syntax {
             line: self.line(),
@@ -260,12 +266,15 @@ impl<'a> Parser<'a> {
             .collect();
         self.pos += text.len();
         let clean = text.replace('_', "");
-        // Arithmetic right after a number (`2 * 1024`) is a computed shape.
+        // Arithmetic right after a number (`2 * 1024`) is a computed shape. The number ends
+        // where its text does (not after the whitespace or comment that follows it).
+        let end = self.pos;
         self.skip();
         if let Some(op @ ('*' | '+' | '-' | '/' | '%' | '<' | '>')) = self.peek() {
             self.pos = start;
             return Err(self.not_literal(format!("arithmetic `{text} {op} …`")));
         }
+        self.pos = end;
         if let Ok(i) = clean.parse::<i64>() {
             return Ok(Value::Int(i));
         }

@@ -17,6 +17,20 @@ pub enum Category {
     ProductionRealistic,
 }
 
+impl Category {
+    /// The name used in sets and reports (`edge_case`, `scale_up`, …).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Category::EdgeCase => "edge_case",
+            Category::ScaleUp => "scale_up",
+            Category::ScaleDown => "scale_down",
+            Category::AlignmentStress => "alignment_stress",
+            Category::Asymmetric => "asymmetric",
+            Category::ProductionRealistic => "production_realistic",
+        }
+    }
+}
+
 pub const CATEGORIES: [Category; 6] = [
     Category::EdgeCase,
     Category::ScaleUp,
@@ -313,6 +327,13 @@ pub fn generate(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn category_names_are_their_serialized_names() {
+        for c in CATEGORIES {
+            assert_eq!(serde_json::to_value(c).unwrap(), c.as_str());
+        }
+    }
     use crate::shapes::read_decl;
 
     fn visible(src: &str) -> Vec<Value> {

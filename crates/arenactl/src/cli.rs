@@ -230,6 +230,26 @@ pub enum UnseenCommand {
         #[command(flatten)]
         json: JsonFlag,
     },
+    /// Evaluate a finished run on a sealed hidden set: the original and the agent's kernel
+    /// of every finished task run, in evaluator containers only; results name the set digest.
+    Eval(UnseenEvalArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct UnseenEvalArgs {
+    /// The run directory of `arenactl run`.
+    #[arg(value_name = "RUN_DIR")]
+    pub run_dir: PathBuf,
+    /// The sealed hidden set.
+    #[arg(long, value_name = "HIDDEN_DIR")]
+    pub unseen: PathBuf,
+    /// A runner's gRPC address; without it a runner starts in-process.
+    #[arg(long, value_name = "ADDR")]
+    pub runner: Option<String>,
+    #[command(flatten)]
+    pub local: RunnerArgs,
+    #[command(flatten)]
+    pub out_format: JsonFlag,
 }
 
 /// Which GPUs a local runner leases, and where agent files are found.

@@ -422,6 +422,106 @@ fn unseen_configurations_reach_only_the_evaluator() {
     assert_eq!(row["quadrants"]["opt_regression"], 1, "{g}");
     assert_eq!(row["quadrants"]["both_pass"], 1, "{g}");
     assert!(row["delta_g"].as_f64().is_some(), "Δg not computed: {g}");
+    // The overfit kernel is wrong on every unseen size, and the probe says so per category;
+    // the original kernel fails none.
+    let failures = |r: &Value, field: &str| -> u64 {
+        r["unseen"][field]
+            .as_object()
+            .unwrap()
+            .values()
+            .map(|n| n.as_u64().unwrap())
+            .sum()
+    };
+    for r in results(&tmp.join("overfit")) {
+        let overfit = r["task_id"].as_str().unwrap().ends_with("prefix_sum");
+        let expected = if overfit { 6 } else { 0 };
+        assert_eq!(failures(&r, "failures_by_category"), expected, "{r}");
+        assert_eq!(failures(&r, "original_failures_by_category"), 0, "{r}");
+    }
+    let by_category: u64 = row["failures_by_category"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|n| n.as_u64().unwrap())
+        .sum();
+    assert_eq!(by_category, 6, "{g}");
+
+    // After the run, on a new set: `unseen eval` re-evaluates the finished task runs, results
+    // name the new digest, the seen results stay as they were; again, nothing is repeated.
+    let hidden2 = tmp.join("hidden-set-e2e-2");
+    let o = arenactl()
+        .args(["unseen", "generate", "--tasks", "tasks", "--seed", "12", "--per-task", "4"])
+        .arg("--out")
+        .arg(&hidden2)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", show(&o));
+    let digest2 = String::from_utf8_lossy(&o.stdout)
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .to_string();
+    assert_ne!(digest, digest2);
+    let before = results(&tmp.join("overfit"));
+    let eval = || {
+        let o = arenactl()
+            .args(["unseen", "eval"])
+            .arg(tmp.join("overfit"))
+            .arg("--unseen")
+            .arg(&hidden2)
+            .args(["--containerd", &d.socket, "--gpus", "cpu:1", "--json"])
+            .arg("--store")
+            .arg(store())
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", show(&o));
+        serde_json::from_slice::<Value>(&o.stdout).unwrap()
+    };
+    let report2 = eval();
+    let after = results(&tmp.join("overfit"));
+    assert_eq!(before.len(), after.len());
+    for (b, a) in before.iter().zip(&after) {
+        assert_eq!(a["unseen"]["set_digest"], digest2.as_str());
+        assert_eq!(a["candidate"], b["candidate"], "the seen result changed");
+        assert_eq!(a["baseline"], b["baseline"]);
+        let overfit = a["task_id"].as_str().unwrap().ends_with("prefix_sum");
+        assert_eq!(failures(a, "failures_by_category"), if overfit { 4 } else { 0 });
+    }
+    let row2 = report2["report"]["generalization"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| x["task_type"] == "python2python")
+        .unwrap()
+        .clone();
+    assert_eq!(row2["quadrants"]["opt_regression"], 1, "{row2}");
+    let bytes: Vec<Vec<u8>> = glob_results(&tmp.join("overfit"))
+        .iter()
+        .map(|p| std::fs::read(p).unwrap())
+        .collect();
+    eval();
+    let again: Vec<Vec<u8>> = glob_results(&tmp.join("overfit"))
+        .iter()
+        .map(|p| std::fs::read(p).unwrap())
+        .collect();
+    assert_eq!(bytes, again, "a task run evaluated on this set was evaluated again");
+    // A directory that holds no run is refused, naming its run.json.
+    let o = arenactl()
+        .args(["unseen", "eval"])
+        .arg(tmp.join("no-such-run"))
+        .arg("--unseen")
+        .arg(&hidden2)
+        .args(["--containerd", &d.socket, "--gpus", "cpu:1"])
+        .arg("--store")
+        .arg(store())
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("run.json"),
+        "{}",
+        show(&o)
+    );
 
     // An adversarial agent, told the unseen values out of band, searches everything it can
     // see — its filesystem (the image's /usr aside: it is locked before any set exists), its

@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use arena_proto::v1::runner_client::RunnerClient;
 use arena_proto::v1::{
-    CancelRunRequest, EventKind, GetRunRequest, RunEvent, RunState, SubmitRunRequest,
-    WatchRunRequest,
+    CancelRunRequest, EvaluateUnseenRequest, EventKind, GetRunRequest, RunEvent, RunState,
+    SubmitRunRequest, SubmitRunResponse, WatchRunRequest,
 };
 use arena_report::{Report, ResultSet};
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
@@ -44,36 +44,48 @@ pub fn run(args: RunArgs) -> anyhow::Result<Outcome> {
     runtime()?.block_on(run_async(args))
 }
 
-async fn run_async(args: RunArgs) -> anyhow::Result<Outcome> {
-    let (addr, _server) = match &args.runner {
+/// A client of the runner at `runner`, or of one served in-process on a loopback port only
+/// this process knows (the single-machine default; the server lives as long as the handle).
+async fn connect(
+    runner: &Option<String>,
+    local: &crate::cli::RunnerArgs,
+) -> anyhow::Result<(RunnerClient<Channel>, Option<tokio::task::JoinHandle<()>>)> {
+    let (addr, server) = match runner {
         Some(a) => (a.clone(), None),
         None => {
-            // The single-machine default: the same gRPC service, served in-process on a
-            // loopback port only this process knows.
-            let engine = local_engine(&args.local).await?;
+            let engine = local_engine(local).await?;
             let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
             let addr = listener.local_addr()?;
             let svc = arena_runner::RunnerService::new(engine).into_server();
-            let server = tokio::spawn(
-                tonic::transport::Server::builder()
+            let server = tokio::spawn(async move {
+                let _ = tonic::transport::Server::builder()
                     .add_service(svc)
-                    .serve_with_incoming(tokio_stream::wrappers::TcpListenerStream::new(listener)),
-            );
+                    .serve_with_incoming(tokio_stream::wrappers::TcpListenerStream::new(listener))
+                    .await;
+            });
             (format!("http://{addr}"), Some(server))
         }
     };
-    let mut client = RunnerClient::connect(addr.clone())
+    let client = RunnerClient::connect(addr.clone())
         .await
         .with_context(|| format!("connecting to the runner at {addr}"))?;
+    Ok((client, server))
+}
+
+/// A path as the runner should read it: absolute for a local runner; as given for a remote
+/// one, which resolves it on its own machine.
+fn runner_path(local: bool, p: &Path) -> String {
+    if local {
+        absolute(p).display().to_string()
+    } else {
+        p.display().to_string()
+    }
+}
+
+async fn run_async(args: RunArgs) -> anyhow::Result<Outcome> {
+    let (mut client, _server) = connect(&args.runner, &args.local).await?;
     let local = args.runner.is_none();
-    // A local runner gets absolute paths; a remote one resolves them on its own machine.
-    let path = |p: &Path| {
-        if local {
-            absolute(p).display().to_string()
-        } else {
-            p.display().to_string()
-        }
-    };
+    let path = |p: &Path| runner_path(local, p);
     let agent = if local && Path::new(&args.agent).is_file() {
         path(Path::new(&args.agent))
     } else {
@@ -92,10 +104,46 @@ async fn run_async(args: RunArgs) -> anyhow::Result<Outcome> {
         .await
         .map_err(|s| anyhow::anyhow!("{}", s.message()))?
         .into_inner();
+    follow(client, submitted, &out, args.out_format.json, "task runs").await
+}
+
+/// `arenactl unseen eval RUN_DIR --unseen HIDDEN_DIR`.
+pub fn unseen_eval(args: crate::cli::UnseenEvalArgs) -> anyhow::Result<Outcome> {
+    runtime()?.block_on(async move {
+        let (mut client, _server) = connect(&args.runner, &args.local).await?;
+        let local = args.runner.is_none();
+        let submitted = client
+            .evaluate_unseen(EvaluateUnseenRequest {
+                run_dir: runner_path(local, &args.run_dir),
+                hidden_set: runner_path(local, &args.unseen),
+            })
+            .await
+            .map_err(|s| anyhow::anyhow!("{}", s.message()))?
+            .into_inner();
+        follow(
+            client,
+            submitted,
+            &args.run_dir,
+            args.out_format.json,
+            "finished task runs to evaluate on the hidden set",
+        )
+        .await
+    })
+}
+
+/// Follows a submitted run's events with progress bars (Ctrl-C cancels it), then prints the
+/// aggregate table (or the JSON report) from its results.
+async fn follow(
+    mut client: RunnerClient<Channel>,
+    submitted: SubmitRunResponse,
+    out: &Path,
+    json: bool,
+    what: &str,
+) -> anyhow::Result<Outcome> {
     let run_id = submitted.run_id.clone();
-    let mut view = View::new(args.out_format.json, submitted.total as u64);
+    let mut view = View::new(json, submitted.total as u64);
     view.note(&format!(
-        "run {run_id}: {} task runs, {} finished earlier, directory {}",
+        "run {run_id}: {} {what}, {} finished earlier, directory {}",
         submitted.total,
         submitted.already_done,
         out.display()
@@ -137,7 +185,7 @@ async fn run_async(args: RunArgs) -> anyhow::Result<Outcome> {
         .context("the runner's result set is not valid JSON")?;
     let report = Report::build(&set.tasks)?;
     let state = RunState::try_from(status.state).unwrap_or(RunState::Failed);
-    if args.out_format.json {
+    if json {
         print_json(&serde_json::json!({
             "run_id": run_id,
             "state": state.as_str_name().to_lowercase(),

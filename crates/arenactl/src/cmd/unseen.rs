@@ -1,4 +1,4 @@
-//! `arenactl unseen generate|digest`.
+//! `arenactl unseen generate|digest|eval`.
 
 use arena_task::hidden::{verify_set, write_set};
 use arena_task::unseen::GenOptions;
@@ -47,6 +47,7 @@ pub fn run(cmd: UnseenCommand) -> anyhow::Result<Outcome> {
             }
             Ok(Outcome::Ok)
         }
+        UnseenCommand::Eval(args) => super::run::unseen_eval(args),
         UnseenCommand::Digest { dir, json } => {
             let m = verify_set(&dir)?;
             if json.json {

@@ -1,0 +1,628 @@
+//! The three ways a task declares its visible shapes (TASK-FORMAT.md), read without running
+//! Python and rewritten in a private copy of the file:
+//! - a module-level `TEST_SHAPES = [...]` literal (vllm task runners; [`crate::shapes`]);
+//! - `@pytest.mark.parametrize("M, N", [...])` lists (rocmbench test files);
+//! - the module-level integer constants `get_inputs()` builds its tensors from (gpumode /
+//!   KernelBench modules: `batch_size = 16` … `torch.randn(batch_size, dim)`).
+//!
+//! The first two hold every configuration in one list; `get_inputs()` describes exactly one,
+//! so an unseen set for it is evaluated one configuration per rewritten copy.
+
+use std::fmt;
+
+use crate::shapes::{read_decl, rewrite_source, Parser, ShapeError, Value};
+
+/// Which declaration of a file holds the shapes (the `declaration` of a sealed task file).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Declaration {
+    /// `NAME = [...]` at module level.
+    Assign(String),
+    /// The parametrize decorator with these argument names (`"M, N"`, normalized).
+    Parametrize(String),
+    /// The integer constants `get_inputs()` uses.
+    GetInputs,
+}
+
+impl Declaration {
+    /// Reads the form written by [`fmt::Display`]: `TEST_SHAPES`, `parametrize(M, N)`,
+    /// `get_inputs()`.
+    pub fn parse(s: &str) -> Declaration {
+        if s == "get_inputs()" {
+            Declaration::GetInputs
+        } else if let Some(args) = s
+            .strip_prefix("parametrize(")
+            .and_then(|r| r.strip_suffix(')'))
+        {
+            Declaration::Parametrize(normalize_argnames(args))
+        } else {
+            Declaration::Assign(s.to_string())
+        }
+    }
+
+    /// Whether one rewritten file holds a single configuration (so each is evaluated alone).
+    pub fn one_config_per_file(&self) -> bool {
+        matches!(self, Declaration::GetInputs)
+    }
+}
+
+impl fmt::Display for Declaration {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Declaration::Assign(n) => write!(f, "{n}"),
+            Declaration::Parametrize(a) => write!(f, "parametrize({a})"),
+            Declaration::GetInputs => write!(f, "get_inputs()"),
+        }
+    }
+}
+
+fn normalize_argnames(s: &str) -> String {
+    s.split(',')
+        .map(str::trim)
+        .filter(|a| !a.is_empty())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The visible entries of `decl` in `src` (for `get_inputs()`, one tuple of the constants).
+pub fn visible_entries(src: &str, decl: &Declaration) -> Result<Vec<Value>, ShapeError> {
+    match decl {
+        Declaration::Assign(name) => Ok(read_decl(src, name)?.entries),
+        Declaration::Parametrize(args) => Ok(read_parametrize(src, Some(args))?.entries),
+        Declaration::GetInputs => {
+            let d = read_get_inputs(src)?;
+            Ok(vec![Value::Tuple(
+                d.constants.iter().map(|c| Value::Int(c.value)).collect(),
+            )])
+        }
+    }
+}
+
+/// `src` with the declaration's shapes replaced by `entries` (Python source, as in a sealed
+/// set). `get_inputs()` takes exactly one entry: a tuple with one integer per constant.
+pub fn rewrite(src: &str, decl: &Declaration, entries: &[String]) -> Result<String, ShapeError> {
+    match decl {
+        Declaration::Assign(name) => Ok(rewrite_source(src, &read_decl(src, name)?, entries)),
+        Declaration::Parametrize(args) => Ok(rewrite_source(
+            src,
+            &read_parametrize(src, Some(args))?.decl,
+            entries,
+        )),
+        Declaration::GetInputs => {
+            let [entry] = entries else {
+                return Err(ShapeError::GetInputs {
+                    line: 0,
+                    message: format!(
+                        "describes one configuration; {} were given",
+                        entries.len()
+                    ),
+                });
+            };
+            rewrite_get_inputs(src, &read_get_inputs(src)?, entry)
+        }
+    }
+}
+
+/// A parametrize decorator whose value list is a literal.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ParametrizeDecl {
+    /// Normalized argument names (`"M, N"`).
+    pub argnames: String,
+    pub entries: Vec<Value>,
+    pub decl: crate::shapes::ShapeDecl,
+}
+
+fn has_int(v: &Value) -> bool {
+    match v {
+        Value::Int(_) => true,
+        Value::Tuple(xs) | Value::List(xs) => xs.iter().any(has_int),
+        _ => false,
+    }
+}
+
+/// Every `@pytest.mark.parametrize(...)` of `src`, in order, each read or refused.
+pub fn parametrize_decorators(src: &str) -> Vec<Result<ParametrizeDecl, ShapeError>> {
+    const NEEDLE: &str = "pytest.mark.parametrize";
+    let mut out = Vec::new();
+    let mut offset = 0;
+    for line in src.split_inclusive('\n') {
+        let trimmed = line.trim_start();
+        if let Some(rest) = trimmed.strip_prefix('@') {
+            if rest.trim_start().starts_with(NEEDLE) {
+                let at = offset + line.len() - rest.trim_start().len() + NEEDLE.len();
+                out.push(read_one_parametrize(src, at));
+            }
+        }
+        offset += line.len();
+    }
+    out
+}
+
+fn keyword<'a>(p: &mut Parser<'a>, kw: &str) {
+    let save = p.pos;
+    p.skip();
+    let rest = &p.src[p.pos..];
+    if let Some(r) = rest.strip_prefix(kw) {
+        if r.trim_start().starts_with('=') && !r.trim_start().starts_with("==") {
+            p.pos += kw.len();
+            p.skip();
+            p.pos += 1; // '='
+            return;
+        }
+    }
+    p.pos = save;
+}
+
+fn read_one_parametrize(src: &str, at: usize) -> Result<ParametrizeDecl, ShapeError> {
+    let mut p = Parser {
+        src,
+        pos: at,
+        name: "parametrize",
+    };
+    p.skip();
+    if p.peek() != Some('(') {
+        return Err(p.not_literal("a decorator without arguments"));
+    }
+    p.pos += 1;
+    keyword(&mut p, "argnames");
+    let argnames = match p.value()? {
+        Value::Str(s) => normalize_argnames(&s),
+        Value::List(xs) | Value::Tuple(xs) => {
+            let names: Option<Vec<String>> = xs
+                .iter()
+                .map(|x| match x {
+                    Value::Str(s) => Some(s.clone()),
+                    _ => None,
+                })
+                .collect();
+            names
+                .map(|n| n.join(", "))
+                .ok_or_else(|| p.not_literal("argument names that are not strings"))?
+        }
+        _ => return Err(p.not_literal("argument names that are not strings")),
+    };
+    p.skip();
+    if p.peek() != Some(',') {
+        return Err(p.not_literal("no value list after the argument names"));
+    }
+    p.pos += 1;
+    keyword(&mut p, "argvalues");
+    p.skip();
+    let start = p.pos;
+    let line = p.line();
+    if p.peek() != Some('[') {
+        let what: String = src[start..]
+            .chars()
+            .take_while(|c| *c != '\n' && *c != ')')
+            .take(40)
+            .collect();
+        return Err(ShapeError::NotLiteral {
+            name: format!("parametrize({argnames})"),
+            line,
+            what: format!("`{}`", what.trim()),
+        });
+    }
+    let name = format!("parametrize({argnames})");
+    p.name = "parametrize";
+    let v = p.value().map_err(|e| match e {
+        ShapeError::NotLiteral { line, what, .. } => ShapeError::NotLiteral {
+            name: name.clone(),
+            line,
+            what,
+        },
+        e => e,
+    })?;
+    let end = p.pos;
+    let Value::List(entries) = v else {
+        unreachable!("starts with [")
+    };
+    Ok(ParametrizeDecl {
+        argnames: argnames.clone(),
+        entries: entries.clone(),
+        decl: crate::shapes::ShapeDecl {
+            name,
+            entries,
+            span: (start, end),
+            line,
+        },
+    })
+}
+
+/// The parametrize decorator named by `argnames`, or (with `None`) the first whose values
+/// hold integers: the shapes, not the dtypes or flags other decorators list.
+pub fn read_parametrize(src: &str, argnames: Option<&str>) -> Result<ParametrizeDecl, ShapeError> {
+    let all = parametrize_decorators(src);
+    let want = argnames.map(normalize_argnames);
+    let mut first_err = None;
+    for d in all {
+        match d {
+            Ok(d) => match &want {
+                Some(w) if &d.argnames == w => return Ok(d),
+                Some(_) => {}
+                None if d.entries.iter().any(has_int) => return Ok(d),
+                None => {}
+            },
+            Err(e) => {
+                if let (Some(w), ShapeError::NotLiteral { name, .. }) = (&want, &e) {
+                    if name == &format!("parametrize({w})") {
+                        return Err(e);
+                    }
+                }
+                first_err.get_or_insert(e);
+            }
+        }
+    }
+    if want.is_none() {
+        if let Some(e) = first_err {
+            return Err(e);
+        }
+    }
+    Err(ShapeError::NoParametrize(match want {
+        Some(w) => format!(" with argument names \"{w}\""),
+        None => " whose values hold integers".into(),
+    }))
+}
+
+/// One module-level integer constant that `get_inputs()` uses.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InputConstant {
+    pub name: String,
+    pub value: i64,
+    /// Byte range of the integer literal.
+    pub span: (usize, usize),
+    pub line: usize,
+}
+
+/// The constants of `get_inputs()`, in the order the function first uses them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GetInputsDecl {
+    pub constants: Vec<InputConstant>,
+    /// 1-based line of `def get_inputs`.
+    pub line: usize,
+}
+
+/// The variable names `code` uses: not attribute names (`x.dim`), keyword argument names
+/// (`dim=1`), or anything inside strings and comments.
+fn identifiers(code: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut in_str: Option<char> = None;
+    let mut start: Option<usize> = None;
+    let chars: Vec<(usize, char)> = code.char_indices().collect();
+    let mut words: Vec<(usize, usize)> = Vec::new();
+    for &(i, c) in &chars {
+        if let Some(q) = in_str {
+            if c == q {
+                in_str = None;
+            }
+            continue;
+        }
+        let ident = c.is_alphanumeric() || c == '_';
+        match (start, ident) {
+            (None, true) => start = Some(i),
+            (Some(s), false) => {
+                words.push((s, i));
+                start = None;
+            }
+            _ => {}
+        }
+        if c == '"' || c == '\'' {
+            in_str = Some(c);
+        } else if c == '#' {
+            start = None;
+            break;
+        }
+    }
+    if let Some(s) = start {
+        words.push((s, code.len()));
+    }
+    for (s, e) in words {
+        let w = &code[s..e];
+        let attribute = code[..s].trim_end().ends_with('.');
+        let after = code[e..].trim_start();
+        let keyword = after.starts_with('=') && !after.starts_with("==");
+        let number = w.starts_with(|c: char| c.is_ascii_digit());
+        if !attribute && !keyword && !number {
+            out.push(w);
+        }
+    }
+    out
+}
+
+/// Reads `def get_inputs()` and the module-level `NAME = <int>` constants its body uses.
+pub fn read_get_inputs(src: &str) -> Result<GetInputsDecl, ShapeError> {
+    let mut offset = 0;
+    let mut def_line = None;
+    let mut body: Vec<&str> = Vec::new();
+    let mut constants: Vec<InputConstant> = Vec::new();
+    let mut computed: Vec<(String, usize)> = Vec::new();
+    let mut in_body = false;
+    for (i, line) in src.split_inclusive('\n').enumerate() {
+        let line_no = i + 1;
+        let starts_indented = line.starts_with([' ', '\t']);
+        if in_body {
+            if starts_indented || line.trim().is_empty() {
+                let code = line.split('#').next().unwrap_or("");
+                body.push(code);
+                offset += line.len();
+                continue;
+            }
+            in_body = false;
+        }
+        if line.starts_with("def get_inputs(") {
+            def_line = Some(line_no);
+            in_body = true;
+        } else if !starts_indented {
+            // `NAME = value` at module level.
+            let (lhs, rhs) = match line.split_once('=') {
+                Some((l, r)) if !r.starts_with('=') && !l.ends_with(['=', '!', '<', '>']) => {
+                    (l.trim(), r)
+                }
+                _ => {
+                    offset += line.len();
+                    continue;
+                }
+            };
+            if !lhs.is_empty() && lhs.chars().all(|c| c.is_alphanumeric() || c == '_') {
+                let value_start = offset + line.len() - rhs.len();
+                let mut p = Parser {
+                    src,
+                    pos: value_start,
+                    name: "get_inputs",
+                };
+                p.skip();
+                let start = p.pos;
+                let tail_ok = |end: usize| {
+                    let tail: String = src[end..].chars().take_while(|c| *c != '\n').collect();
+                    let tail = tail.trim();
+                    tail.is_empty() || tail.starts_with('#')
+                };
+                match p.value() {
+                    Ok(Value::Int(v)) if tail_ok(p.pos) => {
+                        constants.retain(|c| c.name != lhs);
+                        constants.push(InputConstant {
+                            name: lhs.to_string(),
+                            value: v,
+                            span: (start, p.pos),
+                            line: line_no,
+                        });
+                    }
+                    _ => {
+                        constants.retain(|c| c.name != lhs);
+                        computed.retain(|(n, _)| n != lhs);
+                        computed.push((lhs.to_string(), line_no));
+                    }
+                }
+            }
+        }
+        offset += line.len();
+    }
+    let line = def_line.ok_or(ShapeError::NoGetInputs)?;
+    let mut used: Vec<InputConstant> = Vec::new();
+    for code in &body {
+        for w in identifiers(code) {
+            if used.iter().any(|c| c.name == w) {
+                continue;
+            }
+            if let Some(c) = constants.iter().find(|c| c.name == w) {
+                used.push(c.clone());
+            }
+        }
+    }
+    if used.is_empty() {
+        let names: Vec<&str> = computed
+            .iter()
+            .filter(|(n, _)| body.iter().any(|b| identifiers(b).contains(&n.as_str())))
+            .map(|(n, _)| n.as_str())
+            .collect();
+        return Err(ShapeError::GetInputs {
+            line,
+            message: if names.is_empty() {
+                "uses no module-level integer constant; shapes written inside the calls are not read"
+                    .into()
+            } else {
+                format!(
+                    "uses only computed module-level values ({}); computed shapes cannot be read or replaced",
+                    names.join(", ")
+                )
+            },
+        });
+    }
+    Ok(GetInputsDecl {
+        constants: used,
+        line,
+    })
+}
+
+/// `src` with each constant of `decl` set from `entry` (a tuple, one integer per constant).
+pub fn rewrite_get_inputs(
+    src: &str,
+    decl: &GetInputsDecl,
+    entry: &str,
+) -> Result<String, ShapeError> {
+    let mut p = Parser {
+        src: entry,
+        pos: 0,
+        name: "entry",
+    };
+    let values: Vec<i64> = match p.value()? {
+        Value::Tuple(xs) | Value::List(xs) => xs.iter().filter_map(Value::as_int).collect(),
+        Value::Int(i) => vec![i],
+        _ => Vec::new(),
+    };
+    if values.len() != decl.constants.len() {
+        let names: Vec<&str> = decl.constants.iter().map(|c| c.name.as_str()).collect();
+        return Err(ShapeError::GetInputs {
+            line: decl.line,
+            message: format!(
+                "uses {} constants ({}); the entry {entry} gives {} integers",
+                names.len(),
+                names.join(", "),
+                values.len()
+            ),
+        });
+    }
+    let mut slots: Vec<(&InputConstant, i64)> = decl.constants.iter().zip(values).collect();
+    slots.sort_by_key(|(c, _)| std::cmp::Reverse(c.span.0));
+    let mut out = src.to_string();
+    for (c, v) in slots {
+        out.replace_range(c.span.0..c.span.1, &v.to_string());
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t(v: &[i64]) -> Value {
+        Value::Tuple(v.iter().map(|i| Value::Int(*i)).collect())
+    }
+
+    const ROCMBENCH: &str = r#"import pytest
+import torch
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+@pytest.mark.parametrize(
+    "M, N",  # rows, columns
+    [
+        (1, 128),
+        (64, 1000),   # odd width
+        (4096, 8192),
+    ],
+)
+@pytest.mark.parametrize('causal', [True, False])
+def test_softmax(M, N, dtype, causal):
+    x = torch.randn(M, N, dtype=dtype, device="cuda")
+"#;
+
+    #[test]
+    fn parametrize_lists_are_read_and_dtype_lists_refused_or_passed_over() {
+        let all = parametrize_decorators(ROCMBENCH);
+        assert_eq!(all.len(), 3);
+        // `torch.float16` is a name: that decorator cannot be read, and is not the shapes.
+        assert!(matches!(all[0], Err(ShapeError::NotLiteral { .. })));
+        assert_eq!(all[2].as_ref().unwrap().argnames, "causal");
+        let d = read_parametrize(ROCMBENCH, None).unwrap();
+        assert_eq!(d.argnames, "M, N");
+        assert_eq!(
+            d.entries,
+            vec![t(&[1, 128]), t(&[64, 1000]), t(&[4096, 8192])]
+        );
+        assert_eq!(d.decl.line, 7);
+        let decl = Declaration::parse("parametrize(M,N)");
+        assert_eq!(decl, Declaration::Parametrize("M, N".into()));
+        assert_eq!(decl.to_string(), "parametrize(M, N)");
+        assert_eq!(visible_entries(ROCMBENCH, &decl).unwrap(), d.entries);
+    }
+
+    #[test]
+    fn parametrize_rewrite_replaces_only_that_list() {
+        let decl = Declaration::Parametrize("M, N".into());
+        let out = rewrite(ROCMBENCH, &decl, &["(37, 131)".into(), "(1, 65536)".into()]).unwrap();
+        assert_eq!(
+            visible_entries(&out, &decl).unwrap(),
+            vec![t(&[37, 131]), t(&[1, 65536])]
+        );
+        assert!(out.contains("@pytest.mark.parametrize('causal', [True, False])"));
+        assert!(out.contains("[torch.float16, torch.bfloat16]"));
+        assert!(out.contains("    \"M, N\",  # rows, columns\n"));
+    }
+
+    #[test]
+    fn parametrize_keywords_scalars_and_refusals() {
+        let src = "@pytest.mark.parametrize(argnames=['N'], argvalues=[1024, 4097,])\ndef test(N): pass\n";
+        let d = read_parametrize(src, None).unwrap();
+        assert_eq!(d.argnames, "N");
+        assert_eq!(d.entries, vec![Value::Int(1024), Value::Int(4097)]);
+        let out = rewrite(src, &Declaration::Parametrize("N".into()), &["37".into()]).unwrap();
+        assert_eq!(
+            read_parametrize(&out, Some("N")).unwrap().entries,
+            vec![Value::Int(37)]
+        );
+
+        let computed = "@pytest.mark.parametrize('M, N', SHAPES)\ndef test(M, N): pass\n";
+        let e = read_parametrize(computed, None).unwrap_err().to_string();
+        assert!(e.contains("parametrize(M, N)") && e.contains("`SHAPES`"), "{e}");
+        let comp = "@pytest.mark.parametrize('M', [2 ** i for i in range(4)])\ndef t(M): pass\n";
+        assert!(matches!(
+            read_parametrize(comp, None).unwrap_err(),
+            ShapeError::NotLiteral { .. }
+        ));
+        assert_eq!(
+            read_parametrize("def test(): pass\n", None).unwrap_err(),
+            ShapeError::NoParametrize(" whose values hold integers".into())
+        );
+        assert!(read_parametrize(ROCMBENCH, Some("K"))
+            .unwrap_err()
+            .to_string()
+            .contains("\"K\""));
+    }
+
+    const GPUMODE: &str = r#"import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.softmax(x, dim=1)
+
+batch_size = 16  # rows
+dim = 16_384
+hidden = dim * 4
+dtype = torch.float16
+
+def get_inputs():
+    # batch_size rows of dim
+    x = torch.randn(batch_size, dim, dtype=dtype)
+    return [x]
+
+def get_init_inputs():
+    return []
+"#;
+
+    #[test]
+    fn get_inputs_constants_are_read_in_order_of_use() {
+        let d = read_get_inputs(GPUMODE).unwrap();
+        let names: Vec<&str> = d.constants.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(names, ["batch_size", "dim"]);
+        assert_eq!(d.constants[1].value, 16384);
+        assert_eq!(d.line, 13);
+        assert_eq!(
+            visible_entries(GPUMODE, &Declaration::GetInputs).unwrap(),
+            vec![t(&[16, 16384])]
+        );
+    }
+
+    #[test]
+    fn get_inputs_rewrite_sets_each_constant() {
+        let out = rewrite(GPUMODE, &Declaration::GetInputs, &["(1, 65536)".into()]).unwrap();
+        assert!(out.contains("batch_size = 1  # rows\ndim = 65536\nhidden = dim * 4\n"), "{out}");
+        assert_eq!(
+            visible_entries(&out, &Declaration::GetInputs).unwrap(),
+            vec![t(&[1, 65536])]
+        );
+        // One configuration per file; the wrong arity is named.
+        let e = rewrite(GPUMODE, &Declaration::GetInputs, &["(1, 2)".into(), "(3, 4)".into()])
+            .unwrap_err();
+        assert!(e.to_string().contains("2 were given"), "{e}");
+        let e = rewrite(GPUMODE, &Declaration::GetInputs, &["(1, 2, 3)".into()]).unwrap_err();
+        assert!(e.to_string().contains("batch_size, dim"), "{e}");
+    }
+
+    #[test]
+    fn get_inputs_refusals() {
+        assert_eq!(
+            read_get_inputs("x = 1\n").unwrap_err(),
+            ShapeError::NoGetInputs
+        );
+        let literal_only = "def get_inputs():\n    return [torch.randn(16, 128)]\n";
+        let e = read_get_inputs(literal_only).unwrap_err().to_string();
+        assert!(e.contains("uses no module-level integer constant"), "{e}");
+        let computed = "N = 2 ** 10\ndef get_inputs():\n    return [torch.randn(N)]\n";
+        let e = read_get_inputs(computed).unwrap_err().to_string();
+        assert!(e.contains("computed") && e.contains("N"), "{e}");
+        // A constant assigned twice: the last assignment is what Python uses.
+        let twice = "N = 4\nN = 8\ndef get_inputs():\n    return [torch.randn(N)]\n";
+        let d = read_get_inputs(twice).unwrap();
+        assert_eq!(d.constants[0].value, 8);
+        assert_eq!(d.constants[0].line, 2);
+    }
+}
