@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what arena needs on a fresh Debian machine that has a Rust toolchain: python3 for the
 # CPU sample tasks' harnesses, skopeo and umoci (independent readers of our OCI layouts, used by
-# the tests), containerd and runc (the runtime's integration tests start a private daemon), and
+# the tests), containerd and runc (the runtime's integration tests start a private daemon), Slurm
+# and munge (the Slurm backend's tests start a single-node cluster), and
 # protoc (containerd-client compiles containerd's protos). Idempotent and quiet when everything
 # is already there.
 set -euo pipefail
@@ -12,6 +13,11 @@ command -v umoci >/dev/null || need+=(umoci)
 command -v containerd >/dev/null || need+=(containerd)
 command -v runc >/dev/null || need+=(runc)
 command -v protoc >/dev/null || need+=(protobuf-compiler)
+# A real single-node Slurm for the Slurm backend's tests (ci/slurm.sh).
+command -v slurmctld >/dev/null || need+=(slurmctld)
+command -v slurmd >/dev/null || need+=(slurmd)
+command -v sbatch >/dev/null || need+=(slurm-client)
+command -v munged >/dev/null || need+=(munge)
 if [ ${#need[@]} -gt 0 ]; then
   sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
   $sudo apt-get update -qq

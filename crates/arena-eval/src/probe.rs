@@ -129,15 +129,13 @@ mod tests {
             std::fs::create_dir_all(probe.join(format!("{k}/scripts"))).unwrap();
             std::fs::write(probe.join(format!("{k}/scripts/h.txt")), body).unwrap();
         }
-        let script = probe_script(
-            &cfg,
-            &GateTimeouts::default(),
-            &["scripts/h.txt".into()],
-            4,
-        )
-        .replace(OUT_DIR, out.to_str().unwrap())
-        .replace(PROBE_DIR, probe.to_str().unwrap())
-        .replace(&format!("cd {TASK_ROOT}"), &format!("cd {}", task.display()));
+        let script = probe_script(&cfg, &GateTimeouts::default(), &["scripts/h.txt".into()], 4)
+            .replace(OUT_DIR, out.to_str().unwrap())
+            .replace(PROBE_DIR, probe.to_str().unwrap())
+            .replace(
+                &format!("cd {TASK_ROOT}"),
+                &format!("cd {}", task.display()),
+            );
         let st = std::process::Command::new("sh")
             .arg("-c")
             .arg(&script)
@@ -150,10 +148,7 @@ mod tests {
             gates,
             format!("compile 0\nprobe0 0\nprobe1 1\nprobe2 0\nprobe3 {PLACE_FAILED}\n")
         );
-        assert_eq!(
-            read_probe(&out, 4),
-            Some(vec![true, false, true, false])
-        );
+        assert_eq!(read_probe(&out, 4), Some(vec![true, false, true, false]));
         assert!(!task.join("perf_ran").exists());
     }
 

@@ -150,69 +150,16 @@ impl Engine {
 
     /// Checks everything, records the run (or resumes the one in `run_dir`) and starts it.
     pub async fn submit(self: &Arc<Self>, req: RunRequest) -> Result<(Arc<RunHandle>, u32)> {
-        if req.runs == 0 {
-            return Err(RunnerError::invalid(
-                "request",
-                "runs",
-                "must be at least 1",
-            ));
-        }
-        let lock = Lockfile::load(&req.image_lock)?;
-        let lock_digest = arena_image::Digest::of_file(&req.image_lock)?.0.to_string();
-        let tasks = Self::load_tasks(&req.image_lock, &lock, &req.tasks)?;
-        let agent = Agent::resolve(&req.agent, &self.agent_dirs)?;
-        if let AgentImage::Locked(name) = &agent.image {
-            if !lock.images.iter().any(|r| &r.name == name) {
-                return Err(RunnerError::invalid(
-                    agent.file.display(),
-                    "image",
-                    format!(
-                        "lock:{name} is not an image of {}",
-                        req.image_lock.display()
-                    ),
-                ));
-            }
-        }
-        // A sealed set is checked file by file against its manifest before it is used.
-        let hidden = req.hidden_set.as_deref().map(load_hidden).transpose()?;
-        if let (Some(h), Some(dir)) = (&hidden, &req.hidden_set) {
-            if !tasks.keys().any(|id| h.files.contains_key(id)) {
-                let theirs: Vec<&String> = h.files.keys().take(3).collect();
-                return Err(RunnerError::invalid(
-                    dir.display(),
-                    "files",
-                    format!(
-                        "the hidden set covers none of the selected tasks (its task ids: {theirs:?}…); \
-                         generate it from the tasks root the lockfile uses"
-                    ),
-                ));
-            }
-        }
-        let hidden_digest = hidden.as_ref().map(|h| h.digest.clone());
+        let Plan {
+            lock,
+            tasks,
+            agent,
+            hidden,
+            rundir,
+            record,
+            ..
+        } = plan(&req, &self.agent_dirs)?;
         self.ensure_images(&lock, &tasks).await?;
-        let rundir = RunDir::new(&req.run_dir)?;
-        let image_lock = req
-            .image_lock
-            .canonicalize()
-            .map_err(|e| RunnerError::io(&req.image_lock, e))?;
-        let record = RunRecord::new(
-            &rundir.root,
-            &image_lock,
-            lock_digest,
-            &agent,
-            tasks.keys().cloned().collect(),
-            req.runs,
-            hidden_digest,
-        );
-        if let Some(old) = rundir.load_record()? {
-            if let Some(field) = old.first_difference(&record) {
-                return Err(RunnerError::invalid(
-                    rundir.record_path().display(),
-                    field,
-                    "this run directory holds a different run; use another --out, or repeat the original request to resume it",
-                ));
-            }
-        }
         if self
             .run(&record.run_id)
             .is_some_and(|h| h.state().0 == RunState::Running)
@@ -321,6 +268,110 @@ impl Engine {
         self.spawn(ctx, handle.clone(), todo, Work::Full, cancel_rx);
         Ok((handle, done))
     }
+}
+
+/// A run checked and recorded as far as it can be without containerd: its lockfile, its
+/// tasks (each tree against its locked digest), its agent, its hidden set, its directory and
+/// record. What runs it (the local engine, or Slurm jobs on other nodes) checks the images.
+pub struct Plan {
+    pub lock: Lockfile,
+    pub lock_path: PathBuf,
+    pub tasks: BTreeMap<String, Task>,
+    pub agent: Agent,
+    pub hidden: Option<HiddenSet>,
+    pub rundir: RunDir,
+    pub record: RunRecord,
+}
+
+impl Plan {
+    /// Every (task, repeat) of the run, in order.
+    pub fn items(&self) -> Vec<Item> {
+        let mut items = Vec::new();
+        for id in self.tasks.keys() {
+            for repeat in 0..self.record.runs {
+                items.push(Item {
+                    task_id: id.clone(),
+                    repeat,
+                });
+            }
+        }
+        items
+    }
+}
+
+/// Checks a request and computes its record; refuses a directory holding another run.
+pub fn plan(req: &RunRequest, agent_dirs: &[PathBuf]) -> Result<Plan> {
+    if req.runs == 0 {
+        return Err(RunnerError::invalid(
+            "request",
+            "runs",
+            "must be at least 1",
+        ));
+    }
+    let lock = Lockfile::load(&req.image_lock)?;
+    let lock_digest = arena_image::Digest::of_file(&req.image_lock)?.0.to_string();
+    let tasks = Engine::load_tasks(&req.image_lock, &lock, &req.tasks)?;
+    let agent = Agent::resolve(&req.agent, agent_dirs)?;
+    if let AgentImage::Locked(name) = &agent.image {
+        if !lock.images.iter().any(|r| &r.name == name) {
+            return Err(RunnerError::invalid(
+                agent.file.display(),
+                "image",
+                format!(
+                    "lock:{name} is not an image of {}",
+                    req.image_lock.display()
+                ),
+            ));
+        }
+    }
+    // A sealed set is checked file by file against its manifest before it is used.
+    let hidden = req.hidden_set.as_deref().map(load_hidden).transpose()?;
+    if let (Some(h), Some(dir)) = (&hidden, &req.hidden_set) {
+        if !tasks.keys().any(|id| h.files.contains_key(id)) {
+            let theirs: Vec<&String> = h.files.keys().take(3).collect();
+            return Err(RunnerError::invalid(
+                    dir.display(),
+                    "files",
+                    format!(
+                        "the hidden set covers none of the selected tasks (its task ids: {theirs:?}…); \
+                         generate it from the tasks root the lockfile uses"
+                    ),
+                ));
+        }
+    }
+    let hidden_digest = hidden.as_ref().map(|h| h.digest.clone());
+    let rundir = RunDir::new(&req.run_dir)?;
+    let image_lock = req
+        .image_lock
+        .canonicalize()
+        .map_err(|e| RunnerError::io(&req.image_lock, e))?;
+    let record = RunRecord::new(
+        &rundir.root,
+        &image_lock,
+        lock_digest,
+        &agent,
+        tasks.keys().cloned().collect(),
+        req.runs,
+        hidden_digest,
+    );
+    if let Some(old) = rundir.load_record()? {
+        if let Some(field) = old.first_difference(&record) {
+            return Err(RunnerError::invalid(
+                    rundir.record_path().display(),
+                    field,
+                    "this run directory holds a different run; use another --out, or repeat the original request to resume it",
+                ));
+        }
+    }
+    Ok(Plan {
+        lock,
+        lock_path: image_lock,
+        tasks,
+        agent,
+        hidden,
+        rundir,
+        record,
+    })
 }
 
 /// What a queued task run does.
@@ -542,6 +593,151 @@ impl Engine {
         });
         self.spawn(ctx, handle.clone(), todo, Work::UnseenOnly, cancel_rx);
         Ok((handle, done))
+    }
+}
+
+/// What one-shot mode (`arenactl runner exec`, a Slurm job) is asked to do.
+#[derive(Debug, Clone)]
+pub struct ExecRequest {
+    pub run_dir: PathBuf,
+    pub item: Item,
+    /// The agent file; its digest must be the recorded one.
+    pub agent: String,
+    /// The hidden set, where the record names one; its digest must be the recorded one.
+    pub hidden_set: Option<PathBuf>,
+}
+
+impl Engine {
+    /// One task run of a recorded run, on this node's containerd and this engine's (first)
+    /// GPU: every digest the record and lockfile name is checked on this node first (a node
+    /// whose containerd holds another image digest fails the task run, naming it), what an
+    /// earlier attempt of this task run left is removed, and the result is written atomically
+    /// to the shared run directory. A task run that already has a result is not run again.
+    /// Events go to `events` (the job's log).
+    pub async fn exec_item(
+        &self,
+        req: &ExecRequest,
+        events: Arc<Events>,
+        cancel: watch::Receiver<bool>,
+    ) -> Result<arena_report::TaskResult> {
+        let rundir = RunDir::new(&req.run_dir)?;
+        let record = rundir.load_record()?.ok_or_else(|| {
+            RunnerError::invalid(
+                rundir.record_path().display(),
+                "(file)",
+                "missing: not a run directory (the head writes it before submitting jobs)",
+            )
+        })?;
+        let item = &req.item;
+        if !record.tasks.contains(&item.task_id) || item.repeat >= record.runs {
+            return Err(RunnerError::invalid(
+                rundir.record_path().display(),
+                "tasks",
+                format!(
+                    "{} is not a task run of run {}",
+                    item.label(),
+                    record.run_id
+                ),
+            ));
+        }
+        if let Some(done) = rundir.load_result(item) {
+            return Ok(done);
+        }
+        let lock_path = PathBuf::from(&record.image_lock);
+        let lock = Lockfile::load(&lock_path)?;
+        let lock_digest = arena_image::Digest::of_file(&lock_path)?.0.to_string();
+        if lock_digest != record.lock_digest {
+            return Err(RunnerError::Drift {
+                task: item.task_id.clone(),
+                what: format!("lockfile {}", lock_path.display()),
+                expected: record.lock_digest.clone(),
+                found: lock_digest,
+            });
+        }
+        let tasks = Self::load_tasks(&lock_path, &lock, std::slice::from_ref(&item.task_id))?;
+        let agent = Agent::resolve(&req.agent, &self.agent_dirs)?;
+        if agent.digest != record.agent_digest {
+            return Err(RunnerError::Drift {
+                task: item.task_id.clone(),
+                what: format!("agent file {}", agent.file.display()),
+                expected: record.agent_digest.clone(),
+                found: agent.digest,
+            });
+        }
+        let hidden = match (&record.hidden_set_digest, &req.hidden_set) {
+            (None, _) => None,
+            (Some(_), None) => {
+                return Err(RunnerError::invalid(
+                    "--unseen",
+                    "(missing)",
+                    "the run records a hidden set; pass its directory",
+                ))
+            }
+            (Some(want), Some(dir)) => {
+                let h = load_hidden(dir)?;
+                if &h.digest != want {
+                    return Err(RunnerError::Drift {
+                        task: item.task_id.clone(),
+                        what: format!("hidden set {}", dir.display()),
+                        expected: want.clone(),
+                        found: h.digest,
+                    });
+                }
+                Some(h)
+            }
+        };
+        self.ensure_images(&lock, &tasks).await?;
+        let removed = arena_runtime::gc::gc_where(&self.containerd, |id| {
+            crate::lifecycle::is_item_container(id, &record.run_id, item)
+        })
+        .await
+        .map_err(|e| RunnerError::Runtime {
+            task: item.label(),
+            source: e,
+        })?;
+        if !removed.is_empty() {
+            tracing::info!(task = %item.label(), ?removed, "removed what an earlier attempt left");
+        }
+        let _ = arena_runtime::gc::gc_orphaned_imports(&self.containerd).await;
+        if rundir.clean_item(item)? {
+            events.message(
+                EventKind::TaskResumed,
+                Some(item),
+                "an interrupted attempt was cleaned; running it again",
+            );
+        }
+        let gpu =
+            self.pool.gpus().first().cloned().ok_or_else(|| {
+                RunnerError::Other("this runner has no GPU slot to run on".into())
+            })?;
+        let ctx = RunContext {
+            containerd: self.containerd.clone(),
+            store: self.store.clone(),
+            record,
+            rundir,
+            agent,
+            lock,
+            tasks,
+            events: events.clone(),
+            cancel,
+            env: std::env::vars().collect(),
+            hidden,
+            attempt: crate::lifecycle::new_attempt(),
+        };
+        let result = ctx.run_item(item, &gpu).await;
+        if let Ok(r) = &result {
+            events.emit(
+                EventKind::TaskResult,
+                Some(item),
+                Detail {
+                    gpu: Some(gpu.index),
+                    passed: r.candidate.correct(),
+                    result_json: serde_json::to_string(r).unwrap_or_default(),
+                    ..Default::default()
+                },
+            );
+        }
+        result
     }
 }
 

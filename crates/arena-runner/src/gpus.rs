@@ -22,9 +22,67 @@ pub struct Gpu {
 /// - `auto`: every NVIDIA or AMD GPU found under `/dev`; one CPU slot if none;
 /// - `none` or `cpu:N`: N slots (default 1) without devices, for CPU tasks;
 /// - `fake:N`: N fake GPUs without devices (tests of the scheduler);
-/// - `nvidia:0,2` or `amd:renderD128,renderD129`: exactly those.
+/// - `nvidia:0,2` or `amd:renderD128,renderD129`: exactly those;
+/// - `slurm`: the one GPU Slurm gave this job (see [`slurm_gpu`]).
 pub fn parse_gpus(spec: &str) -> Result<Vec<Gpu>> {
+    if spec == "slurm" {
+        return Ok(vec![slurm_gpu(Path::new("/dev"), |k| {
+            std::env::var(k).ok()
+        })?]);
+    }
     parse_gpus_at(spec, Path::new("/dev"))
+}
+
+/// Where Slurm says which GPU a job holds, most specific first: the node's GPU index
+/// (`SLURM_JOB_GPUS`, `SLURM_STEP_GPUS`), then the visible-device lists it sets.
+pub const SLURM_GPU_VARS: [&str; 4] = [
+    "SLURM_JOB_GPUS",
+    "SLURM_STEP_GPUS",
+    "CUDA_VISIBLE_DEVICES",
+    "ROCR_VISIBLE_DEVICES",
+];
+
+/// The GPU Slurm allocated to this job (`--gres=gpu:1`), mapped to a device profile so that
+/// only that GPU enters the containers: `/dev/nvidiaN` if present, else the N-th AMD render
+/// node (with `/dev/kfd`), else a slot without a device carrying Slurm's index (a node whose
+/// "GPUs" are Slurm gres stand-ins, as in CI).
+pub fn slurm_gpu(dev: &Path, env: impl Fn(&str) -> Option<String>) -> Result<Gpu> {
+    let (var, value) = SLURM_GPU_VARS
+        .iter()
+        .find_map(|k| env(k).filter(|v| !v.trim().is_empty()).map(|v| (*k, v)))
+        .ok_or_else(|| {
+            RunnerError::invalid(
+                "--gpus",
+                "slurm",
+                format!(
+                    "none of {} is set: not inside a Slurm job with --gres=gpu:1",
+                    SLURM_GPU_VARS.join(", ")
+                ),
+            )
+        })?;
+    let first = value.split(',').next().unwrap_or("").trim();
+    let i: u32 = first.parse().map_err(|_| {
+        RunnerError::invalid(
+            var,
+            &value,
+            "expected a GPU index (UUIDs are not supported)",
+        )
+    })?;
+    if dev.join(format!("nvidia{i}")).exists() {
+        return Ok(nvidia(dev, i));
+    }
+    let amd = render_nodes(dev);
+    if dev.join("kfd").exists() {
+        if let Some(node) = amd.get(i as usize) {
+            return Ok(amd_gpu(dev, i, node.clone()));
+        }
+    }
+    Ok(Gpu {
+        index: i,
+        kind: "fake".into(),
+        profile: GpuProfile::None,
+        devices: Vec::new(),
+    })
 }
 
 pub fn parse_gpus_at(spec: &str, dev: &Path) -> Result<Vec<Gpu>> {
@@ -228,6 +286,37 @@ mod tests {
             let e = parse_gpus(s).unwrap_err().to_string();
             assert!(e.starts_with("--gpus: "), "{e}");
         }
+    }
+
+    #[test]
+    fn the_slurm_gpu_comes_from_the_job_environment() {
+        let d = tempfile::tempdir().unwrap();
+        let env = |pairs: &'static [(&'static str, &'static str)]| {
+            move |k: &str| {
+                pairs
+                    .iter()
+                    .find(|(n, _)| *n == k)
+                    .map(|(_, v)| v.to_string())
+            }
+        };
+        // No device nodes: a slot with Slurm's index.
+        let g = slurm_gpu(d.path(), env(&[("SLURM_JOB_GPUS", "2")])).unwrap();
+        assert_eq!((g.index, g.kind.as_str()), (2, "fake"));
+        // SLURM_JOB_GPUS wins over CUDA_VISIBLE_DEVICES (which may be renumbered).
+        std::fs::write(d.path().join("nvidia1"), "").unwrap();
+        let g = slurm_gpu(
+            d.path(),
+            env(&[("CUDA_VISIBLE_DEVICES", "0"), ("SLURM_JOB_GPUS", "1")]),
+        )
+        .unwrap();
+        assert_eq!((g.index, g.kind.as_str()), (1, "nvidia"));
+        assert!(g.devices[0].ends_with("nvidia1"));
+        let e = slurm_gpu(d.path(), env(&[])).unwrap_err().to_string();
+        assert!(e.contains("SLURM_JOB_GPUS"), "{e}");
+        let e = slurm_gpu(d.path(), env(&[("SLURM_JOB_GPUS", "GPU-3f2a")]))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("UUIDs"), "{e}");
     }
 
     #[test]

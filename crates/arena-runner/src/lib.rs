@@ -16,7 +16,7 @@ pub mod scheduler;
 pub mod service;
 
 pub use agent::Agent;
-pub use engine::{Engine, RunHandle, RunRequest};
+pub use engine::{plan, Engine, ExecRequest, Plan, RunHandle, RunRequest};
 pub use error::{Result, RunnerError};
 pub use gpus::{parse_gpus, restrict_visible, Gpu};
 pub use service::RunnerService;

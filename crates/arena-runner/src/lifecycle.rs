@@ -19,8 +19,8 @@ use arena_runtime::{
     run_container, BindMount, ContainerConfig, Containerd, ImageRef, Network, RunOutcome,
     RunRequest,
 };
-use arena_task::hidden::TaskUnseen;
 use arena_task::declarations::Declaration;
+use arena_task::hidden::TaskUnseen;
 use arena_task::{EntryKind, Task};
 use serde_json::json;
 use sha2::{Digest, Sha256};
@@ -95,6 +95,12 @@ pub fn container_id(run_id: &str, attempt: &str, item: &Item, phase: &str) -> St
         short_hash(&item.task_id),
         item.repeat
     )
+}
+
+/// Whether a container id is one of `item`'s in run `run_id` (any runner start, any phase).
+pub fn is_item_container(id: &str, run_id: &str, item: &Item) -> bool {
+    let marker = format!("-{}-r{}-", short_hash(&item.task_id), item.repeat);
+    id.starts_with(&format!("{run_id}-")) && id.contains(&marker)
 }
 
 /// A short name for one runner start of a run (see [`container_id`]).
@@ -677,9 +683,10 @@ impl UnseenEval<'_> {
         for rel in &self.files {
             let host = self.task.dir.join(rel);
             let src = std::fs::read_to_string(&host).map_err(|e| RunnerError::io(&host, e))?;
-            let text = arena_task::declarations::rewrite(&src, &self.decl, entries).map_err(
-                |e| RunnerError::invalid(host.display(), &self.set.declaration, e.to_string()),
-            )?;
+            let text =
+                arena_task::declarations::rewrite(&src, &self.decl, entries).map_err(|e| {
+                    RunnerError::invalid(host.display(), &self.set.declaration, e.to_string())
+                })?;
             let to = dir.join(rel);
             if let Some(parent) = to.parent() {
                 std::fs::create_dir_all(parent).map_err(|e| RunnerError::io(parent, e))?;
@@ -739,13 +746,14 @@ impl UnseenEval<'_> {
             for (k, entry) in self.entries().into_iter().enumerate() {
                 let dir = self.private.join(format!("{phase}-{k}"));
                 self.write_variant(&dir, &[entry])?;
-                evals.push(self.evaluate(&format!("{phase}-{k}"), sources, &dir).await?);
+                evals.push(
+                    self.evaluate(&format!("{phase}-{k}"), sources, &dir)
+                        .await?,
+                );
             }
             let passed: Vec<bool> = evals.iter().map(|p| p.evaluation.correct()).collect();
-            let evaluation = merge_per_config(
-                evals.into_iter().map(|p| p.evaluation).collect(),
-                self.set,
-            );
+            let evaluation =
+                merge_per_config(evals.into_iter().map(|p| p.evaluation).collect(), self.set);
             return Ok(KernelOnUnseen {
                 evaluation,
                 failures: self.count(&passed),
@@ -974,6 +982,14 @@ mod tests {
         assert!(a.starts_with("r0123456789a-0a1b2c-") && a.ends_with("-r2-agent"));
         assert_ne!(a, b);
         assert_ne!(a, c);
+        let id = container_id("r0123456789a", "0a1b2c", &i, "agent");
+        assert!(is_item_container(&id, "r0123456789a", &i));
+        assert!(!is_item_container(&id, "r0123456789b", &i));
+        let other = Item {
+            task_id: i.task_id.clone(),
+            repeat: 12,
+        };
+        assert!(!is_item_container(&id, "r0123456789a", &other));
         let longest = container_id("r0123456789a", "0a1b2c", &i, "unseen-optimized");
         assert!(longest.len() <= 76, "{longest}");
         assert_eq!(new_attempt().len(), 6);

@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use arena_proto::v1::runner_server::Runner;
 use arena_proto::v1::{
-    CancelRunRequest, GetRunRequest, Gpu, ListGpusRequest, ListGpusResponse, RunEvent, RunState,
-    EvaluateUnseenRequest, RunStatus, SubmitRunRequest, SubmitRunResponse, WatchRunRequest,
+    CancelRunRequest, EvaluateUnseenRequest, GetRunRequest, Gpu, ListGpusRequest, ListGpusResponse,
+    RunEvent, RunState, RunStatus, SubmitRunRequest, SubmitRunResponse, WatchRunRequest,
 };
 use tokio_stream::Stream;
 use tonic::{Request, Response, Status};

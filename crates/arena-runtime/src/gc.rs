@@ -95,18 +95,30 @@ pub async fn leftovers_with_prefix(c: &Containerd, prefix: &str) -> Result<Lefto
     Ok(found)
 }
 
+/// Removes what arena left whose container id (= snapshot key; lease `arena-run-<id>`)
+/// satisfies `keep`: the leftovers of one task run among the runs sharing a node.
+pub async fn gc_where(c: &Containerd, keep: impl Fn(&str) -> bool) -> Result<Leftovers> {
+    let mut found = leftovers(c).await?;
+    found.containers.retain(|id| keep(id));
+    found.snapshots.retain(|k| keep(k));
+    found
+        .leases
+        .retain(|l| l.strip_prefix("arena-run-").is_some_and(&keep));
+    remove(c, found).await
+}
+
 /// Removes the leftovers of containers whose id starts with `prefix`.
 pub async fn gc_prefix(c: &Containerd, prefix: &str) -> Result<Leftovers> {
     remove(c, leftovers_with_prefix(c, prefix).await?).await
 }
 
-/// Prefix of the short-lived lease an image import holds; its id ends in `-<pid>`.
+/// Prefix of the short-lived lease an image import holds: `arena-import-<pid>-<n>-<manifest>`.
 pub const IMPORT_LEASE_PREFIX: &str = "arena-import-";
 
-/// The process that created an import lease, read from the lease id's `-<pid>` suffix.
+/// The process that created an import lease, read from the lease id.
 pub fn import_lease_owner(id: &str) -> Option<u32> {
     let rest = id.strip_prefix(IMPORT_LEASE_PREFIX)?;
-    rest.rsplit_once('-')?.1.parse().ok()
+    rest.split_once('-')?.0.parse().ok()
 }
 
 /// Removes import leases whose process is gone (a runner killed while importing or
@@ -165,11 +177,11 @@ mod tests {
     #[test]
     fn import_lease_owner_reads_the_pid_suffix() {
         assert_eq!(
-            import_lease_owner("arena-import-ceb3c14ab870-22784"),
+            import_lease_owner("arena-import-22784-3-ceb3c14ab870"),
             Some(22784)
         );
         assert_eq!(import_lease_owner("arena-run-abc-1"), None);
-        assert_eq!(import_lease_owner("arena-import-ceb3c14ab870-x"), None);
+        assert_eq!(import_lease_owner("arena-import-x-1-ceb3c14ab870"), None);
         assert_eq!(import_lease_owner("arena-import-"), None);
     }
 }

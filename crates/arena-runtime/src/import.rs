@@ -71,6 +71,14 @@ async fn has_content(c: &Containerd, d: &Digest) -> Result<bool> {
 }
 
 /// Streams one blob of the store into containerd's content store.
+/// `<pid>-<n>`: names of ingest refs, extraction snapshots and import leases that no other
+/// import (in this process or another) uses at the same time.
+fn import_tag() -> String {
+    static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    format!("{}-{n}", std::process::id())
+}
+
 async fn write_blob(
     c: &Containerd,
     store: &Store,
@@ -80,7 +88,7 @@ async fn write_blob(
 ) -> Result<()> {
     let path = store.blob_path(d);
     let (tx, rx) = tokio::sync::mpsc::channel::<WriteContentRequest>(4);
-    let reference = format!("arena-{}-{}", d.hex(), std::process::id());
+    let reference = format!("arena-{}-{}", d.hex(), import_tag());
     let (r2, d2, p2) = (reference.clone(), d.to_string(), path.clone());
     let reader = tokio::task::spawn_blocking(move || -> std::io::Result<()> {
         let mut f = std::fs::File::open(&p2)?;
@@ -118,17 +126,38 @@ async fn write_blob(
     });
     let mut cc = ContentClient::new(c.channel());
     let stream = tokio_stream::wrappers::ReceiverStream::new(rx);
-    let mut responses = call(
-        cc.write(c.req(stream, Some(lease))).await,
-        "content.Write",
-        d.to_string(),
-    )?;
+    let mut responses = match cc.write(c.req(stream, Some(lease))).await {
+        Ok(r) => r.into_inner(),
+        // Another import (a second task run, or a job on this node) committed the same blob
+        // first: content is content-addressed, so it is ours too, under our lease.
+        Err(s) if s.code() == tonic::Code::AlreadyExists => {
+            let _ = reader.await;
+            return crate::lease::add_resource(c, lease, d.as_str(), "content").await;
+        }
+        Err(s) => {
+            return Err(RuntimeError::Containerd {
+                call: "content.Write",
+                what: d.to_string(),
+                status: Box::new(s),
+            })
+        }
+    };
     while let Some(r) = responses.next().await {
-        r.map_err(|s| RuntimeError::Containerd {
-            call: "content.Write",
-            what: d.to_string(),
-            status: Box::new(s),
-        })?;
+        match r {
+            Ok(_) => {}
+            Err(s) if s.code() == tonic::Code::AlreadyExists => {
+                drop(responses);
+                let _ = reader.await;
+                return crate::lease::add_resource(c, lease, d.as_str(), "content").await;
+            }
+            Err(s) => {
+                return Err(RuntimeError::Containerd {
+                    call: "content.Write",
+                    what: d.to_string(),
+                    status: Box::new(s),
+                })
+            }
+        }
     }
     reader
         .await
@@ -197,7 +226,7 @@ async fn unpack(c: &Containerd, rec: &ImageRecord, lease: &str) -> Result<()> {
         } else {
             chains[i - 1].to_string()
         };
-        let key = format!("extract-{}-{}", std::process::id(), chain.hex());
+        let key = format!("extract-{}-{}", import_tag(), chain.hex());
         let prepared = call(
             sc.prepare(c.req(
                 PrepareSnapshotRequest {
@@ -253,8 +282,8 @@ async fn unpack(c: &Containerd, rec: &ImageRecord, lease: &str) -> Result<()> {
                 ),
             ));
         }
-        call(
-            sc.commit(c.req(
+        match sc
+            .commit(c.req(
                 CommitSnapshotRequest {
                     snapshotter: c.snapshotter.clone(),
                     name: chain.to_string(),
@@ -263,10 +292,37 @@ async fn unpack(c: &Containerd, rec: &ImageRecord, lease: &str) -> Result<()> {
                 },
                 Some(lease),
             ))
-            .await,
-            "snapshots.Commit",
-            chain.to_string(),
-        )?;
+            .await
+        {
+            Ok(_) => {}
+            // Another import unpacked the same layer first: use its snapshot (the same chain
+            // id is the same content) and drop ours.
+            Err(s) if s.code() == tonic::Code::AlreadyExists => {
+                let _ = sc
+                    .remove(c.req(
+                        RemoveSnapshotRequest {
+                            snapshotter: c.snapshotter.clone(),
+                            key: key.clone(),
+                        },
+                        Some(lease),
+                    ))
+                    .await;
+                crate::lease::add_resource(
+                    c,
+                    lease,
+                    chain.as_str(),
+                    &format!("snapshots/{}", c.snapshotter),
+                )
+                .await?;
+            }
+            Err(s) => {
+                return Err(RuntimeError::Containerd {
+                    call: "snapshots.Commit",
+                    what: chain.to_string(),
+                    status: Box::new(s),
+                })
+            }
+        }
     }
     Ok(())
 }
@@ -329,11 +385,13 @@ pub async fn ensure_image(c: &Containerd, store: &Store, rec: &ImageRecord) -> R
             });
         }
     }
+    // Unique per call: two task runs of one runner (or two jobs on one node) may import
+    // the same image at once.
     let lease_id = format!(
         "{}{}-{}",
         crate::gc::IMPORT_LEASE_PREFIX,
-        rec.manifest.short(),
-        std::process::id()
+        import_tag(),
+        rec.manifest.short()
     );
     let lease = lease::create(c, &lease_id, Duration::from_secs(3600)).await?;
     let result = import_under(c, store, rec, &lease).await;

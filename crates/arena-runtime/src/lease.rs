@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::time::{Duration, SystemTime};
 
 use containerd_client::services::v1::leases_client::LeasesClient;
-use containerd_client::services::v1::{CreateRequest, DeleteRequest};
+use containerd_client::services::v1::{AddResourceRequest, CreateRequest, DeleteRequest, Resource};
 
 use crate::client::{Containerd, MANAGED_LABEL};
 use crate::error::{call, Result};
@@ -60,6 +60,30 @@ pub async fn create(c: &Containerd, id: &str, ttl: Duration) -> Result<String> {
         id,
     )?;
     Ok(r.lease.map(|l| l.id).unwrap_or_else(|| id.to_string()))
+}
+
+/// Puts something another process created (content, a snapshot) under our lease too, so it
+/// cannot be collected while we use it if that process's lease goes first. `kind` is
+/// `content` or `snapshots/<snapshotter>`.
+pub async fn add_resource(c: &Containerd, lease: &str, id: &str, kind: &str) -> Result<()> {
+    let mut client = LeasesClient::new(c.channel());
+    call(
+        client
+            .add_resource(c.req(
+                AddResourceRequest {
+                    id: lease.to_string(),
+                    resource: Some(Resource {
+                        id: id.to_string(),
+                        r#type: kind.to_string(),
+                    }),
+                },
+                None,
+            ))
+            .await,
+        "leases.AddResource",
+        id,
+    )
+    .map(|_| ())
 }
 
 pub async fn delete(c: &Containerd, id: &str) -> Result<()> {

@@ -501,6 +501,24 @@ async fn gc_removes_what_a_crashed_process_left() {
     assert_clean(&c).await;
 }
 
+/// Two task runs of one runner, or two Slurm jobs on one node, importing the same image at
+/// once into a containerd that does not hold it yet: both get it.
+#[tokio::test(flavor = "multi_thread")]
+async fn concurrent_imports_of_one_image_both_succeed() {
+    let (store, rec) = testbase();
+    let d = Daemon::start();
+    let c = d.client().await;
+    let (a, b, e) = tokio::join!(
+        ensure_image(&c, store, rec),
+        ensure_image(&c, store, rec),
+        ensure_image(&c, store, rec)
+    );
+    let (a, b, e) = (a.unwrap(), b.unwrap(), e.unwrap());
+    assert_eq!(a.manifest, b.manifest);
+    assert_eq!(a.top_chain_id, e.top_chain_id);
+    assert_clean(&c).await;
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn import_leases_of_dead_processes_are_removed_and_live_ones_kept() {
     let (_d, c, _image, _t) = setup().await;
@@ -509,8 +527,8 @@ async fn import_leases_of_dead_processes_are_removed_and_live_ones_kept() {
     let dead = child.id();
     child.wait().unwrap();
     assert!(!Path::new(&format!("/proc/{dead}")).exists());
-    let orphan = format!("arena-import-0123456789ab-{dead}");
-    let live = format!("arena-import-0123456789ab-{}", std::process::id());
+    let orphan = format!("arena-import-{dead}-0-0123456789ab");
+    let live = format!("arena-import-{}-0-0123456789ab", std::process::id());
     for id in [&orphan, &live] {
         arena_runtime::lease::create(&c, id, Duration::from_secs(3600))
             .await
@@ -518,7 +536,10 @@ async fn import_leases_of_dead_processes_are_removed_and_live_ones_kept() {
     }
     let removed = arena_runtime::gc::gc_orphaned_imports(&c).await.unwrap();
     assert_eq!(removed, [orphan]);
-    assert_eq!(leftovers(&c).await.unwrap().leases, std::slice::from_ref(&live));
+    assert_eq!(
+        leftovers(&c).await.unwrap().leases,
+        std::slice::from_ref(&live)
+    );
     arena_runtime::lease::delete(&c, &live).await.unwrap();
     assert_clean(&c).await;
 }

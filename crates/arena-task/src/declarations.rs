@@ -91,10 +91,7 @@ pub fn rewrite(src: &str, decl: &Declaration, entries: &[String]) -> Result<Stri
             let [entry] = entries else {
                 return Err(ShapeError::GetInputs {
                     line: 0,
-                    message: format!(
-                        "describes one configuration; {} were given",
-                        entries.len()
-                    ),
+                    message: format!("describes one configuration; {} were given", entries.len()),
                 });
             };
             rewrite_get_inputs(src, &read_get_inputs(src)?, entry)
@@ -541,7 +538,10 @@ def test_softmax(M, N, dtype, causal):
 
         let computed = "@pytest.mark.parametrize('M, N', SHAPES)\ndef test(M, N): pass\n";
         let e = read_parametrize(computed, None).unwrap_err().to_string();
-        assert!(e.contains("parametrize(M, N)") && e.contains("`SHAPES`"), "{e}");
+        assert!(
+            e.contains("parametrize(M, N)") && e.contains("`SHAPES`"),
+            "{e}"
+        );
         let comp = "@pytest.mark.parametrize('M', [2 ** i for i in range(4)])\ndef t(M): pass\n";
         assert!(matches!(
             read_parametrize(comp, None).unwrap_err(),
@@ -594,14 +594,21 @@ def get_init_inputs():
     #[test]
     fn get_inputs_rewrite_sets_each_constant() {
         let out = rewrite(GPUMODE, &Declaration::GetInputs, &["(1, 65536)".into()]).unwrap();
-        assert!(out.contains("batch_size = 1  # rows\ndim = 65536\nhidden = dim * 4\n"), "{out}");
+        assert!(
+            out.contains("batch_size = 1  # rows\ndim = 65536\nhidden = dim * 4\n"),
+            "{out}"
+        );
         assert_eq!(
             visible_entries(&out, &Declaration::GetInputs).unwrap(),
             vec![t(&[1, 65536])]
         );
         // One configuration per file; the wrong arity is named.
-        let e = rewrite(GPUMODE, &Declaration::GetInputs, &["(1, 2)".into(), "(3, 4)".into()])
-            .unwrap_err();
+        let e = rewrite(
+            GPUMODE,
+            &Declaration::GetInputs,
+            &["(1, 2)".into(), "(3, 4)".into()],
+        )
+        .unwrap_err();
         assert!(e.to_string().contains("2 were given"), "{e}");
         let e = rewrite(GPUMODE, &Declaration::GetInputs, &["(1, 2, 3)".into()]).unwrap_err();
         assert!(e.to_string().contains("batch_size, dim"), "{e}");

@@ -8,10 +8,10 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest as _, Sha256};
 
-use crate::error::TaskError;
 use crate::declarations::{
     parametrize_decorators, read_get_inputs, read_parametrize, visible_entries, Declaration,
 };
+use crate::error::TaskError;
 use crate::shapes::{read_decl, ShapeError, Value};
 use crate::task::Task;
 use crate::unseen::{generate, GenOptions, UnseenConfig};
@@ -455,12 +455,8 @@ mod tests {
         assert_eq!(u.configs.len(), 8);
         // The set's entries go back into the file in place of the visible list.
         let entries: Vec<String> = u.configs.iter().map(|c| c.entry.clone()).collect();
-        let out = crate::declarations::rewrite(
-            test,
-            &Declaration::parse(&u.declaration),
-            &entries,
-        )
-        .unwrap();
+        let out = crate::declarations::rewrite(test, &Declaration::parse(&u.declaration), &entries)
+            .unwrap();
         let back = crate::declarations::read_parametrize(&out, Some("M, N")).unwrap();
         assert_eq!(back.entries.len(), 8);
         assert!(out.contains("@pytest.mark.parametrize('dtype', ['fp16'])"));
@@ -490,10 +486,16 @@ mod tests {
             "kernel.hip",
         );
         let e = task_unseen(&task, GenOptions::default()).unwrap_err();
-        assert!(e.contains("a.py and b.py") && e.contains("different constants"), "{e}");
+        assert!(
+            e.contains("a.py and b.py") && e.contains("different constants"),
+            "{e}"
+        );
         // Nothing readable at all: the reason names all three forms.
         let (_d3, task) = task_with(&[("kernel.py", "x = 1\n")], "kernel.py");
         let e = task_unseen(&task, GenOptions::default()).unwrap_err();
-        assert!(e.contains("TEST_SHAPES") && e.contains("parametrize") && e.contains("get_inputs"), "{e}");
+        assert!(
+            e.contains("TEST_SHAPES") && e.contains("parametrize") && e.contains("get_inputs"),
+            "{e}"
+        );
     }
 }

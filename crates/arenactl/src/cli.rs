@@ -39,6 +39,14 @@ pub enum Command {
     /// The runner daemon (gRPC) that carries out runs on this machine's GPUs.
     #[command(subcommand)]
     Runner(RunnerCommand),
+    /// Stop a run on Slurm: scancel every live job of the run in RUN_DIR (its state stays
+    /// for a resume with the same `arenactl run`).
+    Cancel {
+        #[arg(value_name = "RUN_DIR")]
+        run_dir: PathBuf,
+        #[command(flatten)]
+        out: JsonFlag,
+    },
     /// Remove containers, snapshots and leases that arena left in containerd (after a crash).
     Gc {
         #[command(flatten)]
@@ -293,10 +301,30 @@ pub struct RunArgs {
     /// A sealed hidden set of unseen configurations (its digest is recorded with the run).
     #[arg(long, value_name = "HIDDEN_DIR")]
     pub unseen: Option<PathBuf>,
+    /// Where task runs run: `local` (a runner on this machine, or --runner) or `slurm` (one
+    /// sbatch job per task run; the run directory, store and agent file must be on a
+    /// filesystem every node sees).
+    #[arg(long, value_enum, default_value_t = Backend::Local)]
+    pub backend: Backend,
+    /// Slurm partition for the jobs.
+    #[arg(long)]
+    pub partition: Option<String>,
+    /// Further sbatch argument for every job (repeatable), e.g. --sbatch-arg=--account=lab.
+    #[arg(long = "sbatch-arg", value_name = "ARG", allow_hyphen_values = true)]
+    pub sbatch_args: Vec<String>,
+    /// Slurm: further jobs for a task run whose job died (node failure, scancel, time limit).
+    #[arg(long, default_value_t = 1)]
+    pub retries: u32,
     #[command(flatten)]
     pub local: RunnerArgs,
     #[command(flatten)]
     pub out_format: JsonFlag,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Backend {
+    Local,
+    Slurm,
 }
 
 #[derive(Debug, Subcommand)]
@@ -305,6 +333,25 @@ pub enum RunnerCommand {
     Serve {
         #[arg(long, default_value = "127.0.0.1:50551", value_name = "ADDR")]
         listen: std::net::SocketAddr,
+        #[command(flatten)]
+        runner: RunnerArgs,
+    },
+    /// One-shot mode, as a Slurm job runs it: one task run of a recorded run on this node's
+    /// containerd and GPU (`--gpus slurm`: the one Slurm assigned), its result written into
+    /// the run directory. SIGTERM (scancel, time limit) removes its containers.
+    Exec {
+        #[arg(long, value_name = "DIR")]
+        run_dir: PathBuf,
+        #[arg(long)]
+        task: String,
+        #[arg(long)]
+        repeat: u32,
+        /// The agent file the run was recorded with.
+        #[arg(long)]
+        agent: String,
+        /// The hidden set the run was recorded with, if any.
+        #[arg(long, value_name = "HIDDEN_DIR")]
+        unseen: Option<PathBuf>,
         #[command(flatten)]
         runner: RunnerArgs,
     },

@@ -30,6 +30,7 @@ fn main() -> ExitCode {
         Command::Unseen(u) => cmd::unseen::run(u),
         Command::Run(r) => cmd::run::run(r),
         Command::Runner(r) => cmd::runner::run(r),
+        Command::Cancel { run_dir, out } => cmd::slurm::cancel(&run_dir, out.json),
         Command::Gc { containerd, out } => cmd::containerd::gc(&containerd, out.json),
     };
     match result {

@@ -4,6 +4,7 @@ pub mod image;
 pub mod run;
 pub mod runner;
 pub mod score;
+pub mod slurm;
 pub mod task;
 pub mod unseen;
 

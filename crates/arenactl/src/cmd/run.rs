@@ -22,12 +22,12 @@ use super::runner::local_engine;
 use super::{print_json, runtime, Outcome};
 use crate::cli::RunArgs;
 
-fn absolute(p: &Path) -> PathBuf {
+pub(super) fn absolute(p: &Path) -> PathBuf {
     std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf())
 }
 
 /// `runs/<lockfile stem>-<agent name>`: the same command resumes the same run.
-fn default_out(args: &RunArgs) -> PathBuf {
+pub(super) fn default_out(args: &RunArgs) -> PathBuf {
     let lock = args
         .image_lock
         .file_stem()
@@ -41,6 +41,9 @@ fn default_out(args: &RunArgs) -> PathBuf {
 }
 
 pub fn run(args: RunArgs) -> anyhow::Result<Outcome> {
+    if args.backend == crate::cli::Backend::Slurm {
+        return super::slurm::run(args);
+    }
     runtime()?.block_on(run_async(args))
 }
 
@@ -183,27 +186,60 @@ async fn follow(
         .into_inner();
     let set: ResultSet = serde_json::from_str(&status.results_json)
         .context("the runner's result set is not valid JSON")?;
-    let report = Report::build(&set.tasks)?;
     let state = RunState::try_from(status.state).unwrap_or(RunState::Failed);
+    print_outcome(
+        json,
+        &Finished {
+            run_id: &run_id,
+            state,
+            run_dir: &status.run_dir,
+            total: status.total,
+            finished: status.finished,
+            errors: status.errors,
+            error: &status.error,
+        },
+        &set,
+    )
+}
+
+/// How a run ended, for the closing report.
+pub(super) struct Finished<'a> {
+    pub run_id: &'a str,
+    pub state: RunState,
+    pub run_dir: &'a str,
+    pub total: u32,
+    pub finished: u32,
+    pub errors: u32,
+    pub error: &'a str,
+}
+
+/// The closing report of a run (local or Slurm): the aggregate and generalization tables, or
+/// the JSON document with `--json`; the outcome follows the run's state.
+pub(super) fn print_outcome(
+    json: bool,
+    f: &Finished<'_>,
+    set: &ResultSet,
+) -> anyhow::Result<Outcome> {
+    let report = Report::build(&set.tasks)?;
     if json {
         print_json(&serde_json::json!({
-            "run_id": run_id,
-            "state": state.as_str_name().to_lowercase(),
-            "run_dir": status.run_dir,
-            "total": status.total,
-            "finished": status.finished,
-            "errors": status.errors,
-            "error": (!status.error.is_empty()).then_some(&status.error),
+            "run_id": f.run_id,
+            "state": f.state.as_str_name().to_lowercase(),
+            "run_dir": f.run_dir,
+            "total": f.total,
+            "finished": f.finished,
+            "errors": f.errors,
+            "error": (!f.error.is_empty()).then_some(f.error),
             "report": report,
         }))?;
     } else {
         print!("{}", report.markdown());
-        println!("\nresults: {}/results.json", status.run_dir);
-        if !status.error.is_empty() {
-            eprintln!("{}", status.error);
+        println!("\nresults: {}/results.json", f.run_dir);
+        if !f.error.is_empty() {
+            eprintln!("{}", f.error);
         }
     }
-    Ok(match state {
+    Ok(match f.state {
         RunState::Done => Outcome::Ok,
         RunState::Cancelled => Outcome::Cancelled,
         _ => Outcome::Invalid,
@@ -221,7 +257,7 @@ async fn cancel(client: &mut RunnerClient<Channel>, run_id: &str) -> anyhow::Res
 }
 
 /// Progress: bars on a terminal, one line per event otherwise, nothing but errors for --json.
-struct View {
+pub(super) struct View {
     multi: Option<MultiProgress>,
     overall: Option<ProgressBar>,
     bars: BTreeMap<String, ProgressBar>,
@@ -237,7 +273,7 @@ fn mark(ok: bool) -> &'static str {
 }
 
 /// One line saying what an event means, or None for events not worth a line.
-fn describe(ev: &RunEvent) -> Option<String> {
+pub(super) fn describe(ev: &RunEvent) -> Option<String> {
     let k = EventKind::try_from(ev.kind).unwrap_or(EventKind::Unspecified);
     let detail = |m: &str| {
         if m.is_empty() {
@@ -249,6 +285,7 @@ fn describe(ev: &RunEvent) -> Option<String> {
     Some(match k {
         EventKind::TaskQueued => format!("queued{}", detail(&ev.message)),
         EventKind::TaskResumed => ev.message.clone(),
+        EventKind::JobState => format!("slurm {}", ev.message),
         EventKind::ImageVerified => format!("gpu {} · image {}", ev.gpu, ev.message),
         EventKind::BaselineGate => format!(
             "baseline {} {}{}",
@@ -287,7 +324,7 @@ fn describe(ev: &RunEvent) -> Option<String> {
 }
 
 impl View {
-    fn new(json: bool, total: u64) -> View {
+    pub(super) fn new(json: bool, total: u64) -> View {
         let tty = std::io::stderr().is_terminal() && !json;
         let (multi, overall) = if tty {
             let m = MultiProgress::new();
@@ -312,7 +349,7 @@ impl View {
         }
     }
 
-    fn note(&self, msg: &str) {
+    pub(super) fn note(&self, msg: &str) {
         match &self.multi {
             Some(m) => {
                 let _ = m.println(msg);
@@ -322,7 +359,7 @@ impl View {
         }
     }
 
-    fn event(&mut self, ev: &RunEvent) {
+    pub(super) fn event(&mut self, ev: &RunEvent) {
         let Some(line) = describe(ev) else { return };
         let who = format!("{}#{}", ev.task_id, ev.repeat);
         let kind = EventKind::try_from(ev.kind).unwrap_or(EventKind::Unspecified);
@@ -358,7 +395,7 @@ impl View {
         }
     }
 
-    fn finish(&self) {
+    pub(super) fn finish(&self) {
         if let Some(o) = &self.overall {
             o.finish();
         }

@@ -1,10 +1,13 @@
-//! `arenactl runner serve|gpus`: the runner daemon, and what its GPUs are doing.
+//! `arenactl runner serve|exec|gpus`: the runner daemon, its one-shot mode (a Slurm job's
+//! task run), and what its GPUs are doing.
 
 use std::sync::Arc;
 
 use arena_proto::v1::runner_client::RunnerClient;
 use arena_proto::v1::ListGpusRequest;
-use arena_runner::{Engine, RunnerService};
+use arena_runner::events::Events;
+use arena_runner::rundir::Item;
+use arena_runner::{Engine, ExecRequest, RunnerError, RunnerService};
 
 use super::containerd::connect;
 use super::{print_json, runtime, Outcome};
@@ -53,6 +56,68 @@ pub fn run(cmd: RunnerCommand) -> anyhow::Result<Outcome> {
                 })
                 .await?;
             Ok(Outcome::Ok)
+        }),
+        RunnerCommand::Exec {
+            run_dir,
+            task,
+            repeat,
+            agent,
+            unseen,
+            runner,
+        } => runtime()?.block_on(async move {
+            let engine = local_engine(&runner).await?;
+            let gpu = engine.pool.gpus().first().cloned();
+            if let Some(g) = &gpu {
+                eprintln!(
+                    "arena runner exec {task}#{repeat} on GPU {} ({}{})",
+                    g.index,
+                    g.kind,
+                    if g.devices.is_empty() {
+                        String::new()
+                    } else {
+                        format!(": {}", g.devices.join(", "))
+                    }
+                );
+            }
+            // The job's log: one line per event.
+            let events = Arc::new(Events::default());
+            let (_, mut live) = events.subscribe();
+            let printer = tokio::spawn(async move {
+                while let Ok(ev) = live.recv().await {
+                    if let Some(line) = super::run::describe(&ev) {
+                        eprintln!("[{}#{}] {line}", ev.task_id, ev.repeat);
+                    }
+                }
+            });
+            // scancel and the time limit send SIGTERM: the running container is killed and
+            // removed before the job goes.
+            let (cancel_tx, cancel_rx) = tokio::sync::watch::channel(false);
+            let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+            tokio::spawn(async move {
+                tokio::select! {
+                    _ = term.recv() => {}
+                    _ = tokio::signal::ctrl_c() => {}
+                }
+                eprintln!("signalled: stopping the task run's containers");
+                let _ = cancel_tx.send(true);
+            });
+            let req = ExecRequest {
+                run_dir: super::run::absolute(&run_dir),
+                item: Item {
+                    task_id: task,
+                    repeat,
+                },
+                agent,
+                hidden_set: unseen.as_deref().map(super::run::absolute),
+            };
+            let outcome = engine.exec_item(&req, events.clone(), cancel_rx).await;
+            drop(events);
+            let _ = tokio::time::timeout(std::time::Duration::from_secs(1), printer).await;
+            match outcome {
+                Ok(_) => Ok(Outcome::Ok),
+                Err(RunnerError::Cancelled) => Ok(Outcome::Cancelled),
+                Err(e) => Err(e.into()),
+            }
         }),
         RunnerCommand::Gpus { runner, out } => runtime()?.block_on(async {
             let mut client = RunnerClient::connect(runner.clone()).await?;

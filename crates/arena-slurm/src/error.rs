@@ -1,0 +1,25 @@
+use std::path::PathBuf;
+
+#[derive(Debug, thiserror::Error)]
+pub enum SlurmError {
+    #[error("{command}: {message}")]
+    Command { command: String, message: String },
+    #[error("{}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Runner(#[from] arena_runner::RunnerError),
+}
+
+impl SlurmError {
+    pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> SlurmError {
+        SlurmError::Io {
+            path: path.into(),
+            source,
+        }
+    }
+}
+
+pub type Result<T, E = SlurmError> = std::result::Result<T, E>;
