@@ -605,6 +605,9 @@ pub struct ExecRequest {
     pub agent: String,
     /// The hidden set, where the record names one; its digest must be the recorded one.
     pub hidden_set: Option<PathBuf>,
+    /// A bundle (`arenactl bundle export`) to fill this node's store from when it lacks a
+    /// locked blob; every blob is verified on import.
+    pub bundle: Option<PathBuf>,
 }
 
 impl Engine {
@@ -686,6 +689,24 @@ impl Engine {
                 Some(h)
             }
         };
+        if let Some(bundle) = &req.bundle {
+            let missing = tasks.keys().any(|id| {
+                lock.task_image(id).is_some_and(|r| {
+                    std::iter::once(&r.config)
+                        .chain(std::iter::once(&r.manifest))
+                        .chain(r.layers.iter().map(|l| &l.digest))
+                        .any(|d| !self.store.has_blob(d))
+                })
+            });
+            if missing {
+                events.message(
+                    EventKind::ImageVerified,
+                    Some(item),
+                    format!("importing {} into this node's store", bundle.display()),
+                );
+                arena_image::bundle::import(&self.store, bundle, &arena_image::NoProgress)?;
+            }
+        }
         self.ensure_images(&lock, &tasks).await?;
         let removed = arena_runtime::gc::gc_where(&self.containerd, |id| {
             crate::lifecycle::is_item_container(id, &record.run_id, item)

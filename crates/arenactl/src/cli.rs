@@ -315,6 +315,10 @@ pub struct RunArgs {
     /// Slurm: further jobs for a task run whose job died (node failure, scancel, time limit).
     #[arg(long, default_value_t = 1)]
     pub retries: u32,
+    /// Slurm: a bundle (`arenactl bundle export`) each job imports into its node's --store
+    /// when that store lacks a locked blob (for node-local stores).
+    #[arg(long, value_name = "FILE")]
+    pub bundle: Option<PathBuf>,
     #[command(flatten)]
     pub local: RunnerArgs,
     #[command(flatten)]
@@ -352,6 +356,9 @@ pub enum RunnerCommand {
         /// The hidden set the run was recorded with, if any.
         #[arg(long, value_name = "HIDDEN_DIR")]
         unseen: Option<PathBuf>,
+        /// A bundle to fill this node's store from when it lacks a locked blob.
+        #[arg(long, value_name = "FILE")]
+        bundle: Option<PathBuf>,
         #[command(flatten)]
         runner: RunnerArgs,
     },

@@ -708,6 +708,55 @@ fn slurm_backend_runs_one_job_per_task_run_and_survives_scancel() {
     assert_eq!(l.len(), 2);
     assert!(l.iter().all(|j| j["state"] == "COMPLETED"), "{l:?}");
 
+    // Nodes with their own, empty stores: each job fills its store from a bundle (every blob
+    // verified) before it checks the images.
+    let bundle = tmp.join("cpu-bundle.tar");
+    let o = arenactl()
+        .args([
+            "bundle",
+            "export",
+            "--image-lock",
+            "lockfiles/cpu.lock",
+            "-o",
+        ])
+        .arg(&bundle)
+        .arg("--store")
+        .arg(store())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", show(&o));
+    let node_store = tmp.join("node-store");
+    let mut c = slurm.cmd(env!("CARGO_BIN_EXE_arenactl"));
+    c.current_dir(repo())
+        .args([
+            "run",
+            "--image-lock",
+            "lockfiles/cpu.lock",
+            "--agent",
+            "ci/agents/break.toml",
+        ])
+        .args([
+            "--gpus",
+            "cpu:1",
+            "--containerd",
+            &d.socket,
+            "--backend",
+            "slurm",
+            "--json",
+        ])
+        .arg("--store")
+        .arg(&node_store)
+        .arg("--bundle")
+        .arg(&bundle)
+        .arg("--out")
+        .arg(tmp.join("bundled"));
+    let o = c.output().unwrap();
+    assert!(o.status.success(), "{}", show(&o));
+    for r in results(&tmp.join("bundled")) {
+        assert_eq!(r["score"], 20.0, "{r}");
+    }
+    assert!(node_store.join("blobs/sha256").read_dir().unwrap().count() > 3);
+
     // scancel of one job while its agent runs: the head records Slurm's verdict and (with no
     // retries) gives that task run up; the same command again runs only that one.
     let slow = tmp.join("slow.toml");

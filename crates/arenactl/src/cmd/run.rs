@@ -86,6 +86,10 @@ fn runner_path(local: bool, p: &Path) -> String {
 }
 
 async fn run_async(args: RunArgs) -> anyhow::Result<Outcome> {
+    anyhow::ensure!(
+        args.bundle.is_none(),
+        "--bundle is for --backend slurm (jobs filling node-local stores); locally, `arenactl bundle import` it first"
+    );
     let (mut client, _server) = connect(&args.runner, &args.local).await?;
     let local = args.runner.is_none();
     let path = |p: &Path| runner_path(local, p);

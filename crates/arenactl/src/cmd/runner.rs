@@ -63,6 +63,7 @@ pub fn run(cmd: RunnerCommand) -> anyhow::Result<Outcome> {
             repeat,
             agent,
             unseen,
+            bundle,
             runner,
         } => runtime()?.block_on(async move {
             let engine = local_engine(&runner).await?;
@@ -109,6 +110,7 @@ pub fn run(cmd: RunnerCommand) -> anyhow::Result<Outcome> {
                 },
                 agent,
                 hidden_set: unseen.as_deref().map(super::run::absolute),
+                bundle: bundle.as_deref().map(super::run::absolute),
             };
             let outcome = engine.exec_item(&req, events.clone(), cancel_rx).await;
             drop(events);

@@ -71,6 +71,11 @@ pub fn run(args: RunArgs) -> anyhow::Result<Outcome> {
     if let Some(h) = &req.hidden_set {
         command.extend(["--unseen".into(), h.display().to_string()]);
     }
+    if let Some(b) = &args.bundle {
+        let b = absolute(b);
+        anyhow::ensure!(b.is_file(), "--bundle {}: no such file", b.display());
+        command.extend(["--bundle".into(), b.display().to_string()]);
+    }
     let evaluation_s = plan
         .tasks
         .values()
