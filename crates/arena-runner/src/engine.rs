@@ -452,7 +452,7 @@ impl Engine {
             )
             .await;
             let cancelled = *cancel_rx.borrow();
-            finish(&ctx, &h, cancelled).await;
+            finish(&ctx, &h, cancelled, work).await;
         });
     }
 
@@ -504,15 +504,9 @@ impl Engine {
                 record.run_id
             )));
         }
-        arena_runtime::gc::gc_prefix(&self.containerd, &format!("{}-", record.run_id))
-            .await
-            .map_err(|e| RunnerError::Runtime {
-                task: record.run_id.clone(),
-                source: e,
-            })?;
         let events = Arc::new(Events::default());
         let mut items = Vec::new();
-        let mut todo = Vec::new();
+        let mut todo: Vec<Item> = Vec::new();
         let mut done = 0;
         for id in tasks.keys() {
             for repeat in 0..record.runs {
@@ -563,6 +557,19 @@ impl Engine {
                 "no task run of this run has finished: nothing to evaluate",
             ));
         }
+        // What an interrupted unseen evaluation of these task runs left. Only their unseen
+        // containers: other task runs of the run may still be running (a Slurm job on this node).
+        arena_runtime::gc::gc_where(&self.containerd, |id| {
+            id.contains("-unseen-")
+                && todo
+                    .iter()
+                    .any(|i| crate::lifecycle::is_item_container(id, &record.run_id, i))
+        })
+        .await
+        .map_err(|e| RunnerError::Runtime {
+            task: record.run_id.clone(),
+            source: e,
+        })?;
         let (cancel_tx, cancel_rx) = watch::channel(false);
         let handle = Arc::new(RunHandle {
             record: record.clone(),
@@ -798,13 +805,17 @@ async fn run_one(ctx: &RunContext, h: &RunHandle, item: Item, gpu: Gpu, work: Wo
     }
 }
 
-async fn finish(ctx: &RunContext, h: &RunHandle, cancelled: bool) {
+async fn finish(ctx: &RunContext, h: &RunHandle, cancelled: bool, work: Work) {
     // Every container of this start is torn down by now. A request a killed runner had in
     // flight can still be carried out by containerd after the restart's first clean-up (a
-    // snapshot prepared for a dead client), so the run's prefix is cleaned once more.
-    let prefix = format!("{}-", h.record.run_id);
-    if let Err(e) = arena_runtime::gc::gc_prefix(&ctx.containerd, &prefix).await {
-        tracing::warn!(run = %h.record.run_id, "clean-up of earlier attempts: {e}");
+    // snapshot prepared for a dead client), so the run's prefix is cleaned once more. Not
+    // after an unseen evaluation: task runs of the run may still be running elsewhere on
+    // this containerd (Slurm jobs), and its own containers were each removed.
+    if work == Work::Full {
+        let prefix = format!("{}-", h.record.run_id);
+        if let Err(e) = arena_runtime::gc::gc_prefix(&ctx.containerd, &prefix).await {
+            tracing::warn!(run = %h.record.run_id, "clean-up of earlier attempts: {e}");
+        }
     }
     if let Err(e) = arena_runtime::gc::gc_orphaned_imports(&ctx.containerd).await {
         tracing::warn!("clean-up of orphaned import leases: {e}");

@@ -123,6 +123,7 @@ impl<S: SlurmCli> Backend<S> {
         let mut seq = 0u64;
         let mut summary = Summary::default();
         let mut attempts: BTreeMap<Item, u32> = BTreeMap::new();
+        let mut finishing: Vec<String> = Vec::new();
         let live = live_jobs(&self.slurm.jobs()?, &self.run_id);
         let mut slots: BTreeMap<Item, Slot> = BTreeMap::new();
         for item in &self.items {
@@ -210,8 +211,13 @@ impl<S: SlurmCli> Backend<S> {
                 };
                 let info = jobs.get(job.as_str());
                 if self.rundir.load_result(item).is_some() {
-                    let end = info.map(|j| j.state.as_str().to_string());
-                    ledger.ended(job, end.as_deref().unwrap_or("COMPLETED"), None)?;
+                    match info {
+                        // The result is written just before the job exits: its final state is
+                        // recorded once Slurm has it.
+                        Some(j) if j.state.is_live() => finishing.push(job.clone()),
+                        Some(j) => ledger.ended(job, j.state.as_str(), None)?,
+                        None => ledger.ended(job, "COMPLETED", None)?,
+                    }
                     on_event(self.result_event(&mut seq, item, &format!("slurm job {job}")));
                     summary.finished += 1;
                     *slot = Slot::Done;
@@ -263,6 +269,22 @@ impl<S: SlurmCli> Backend<S> {
                     }
                 }
             }
+        }
+        // Jobs whose result arrived while they were still running: their final state, for
+        // the ledger (a few polls at most; a job that takes longer is left as last seen).
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while !finishing.is_empty() && std::time::Instant::now() < deadline {
+            std::thread::sleep(self.poll);
+            let jobs = self.slurm.jobs()?;
+            let mut still = Vec::new();
+            for id in finishing {
+                match jobs.iter().find(|j| j.id == id) {
+                    Some(j) if j.state.is_live() => still.push(id),
+                    Some(j) => ledger.ended(&id, j.state.as_str(), None)?,
+                    None => ledger.ended(&id, "COMPLETED", None)?,
+                }
+            }
+            finishing = still;
         }
         for (item, slot) in slots {
             if let Slot::Failed(why) = slot {
