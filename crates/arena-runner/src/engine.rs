@@ -237,35 +237,16 @@ impl Engine {
                 }
             }
         }
-        let (cancel_tx, cancel_rx) = watch::channel(false);
-        let handle = Arc::new(RunHandle {
-            record: record.clone(),
-            rundir: rundir.clone(),
-            items,
-            events: events.clone(),
-            cancel: cancel_tx,
-            state: Mutex::new((RunState::Running, None)),
-            errors: Mutex::new(0),
-        });
-        self.runs
-            .lock()
-            .unwrap()
-            .insert(record.run_id.clone(), handle.clone());
-        let ctx = Arc::new(RunContext {
-            containerd: self.containerd.clone(),
-            store: self.store.clone(),
+        let parts = ContextParts {
             record,
             rundir,
             agent,
             lock,
             tasks,
-            events,
-            cancel: cancel_rx.clone(),
-            env: std::env::vars().collect(),
             hidden,
-            attempt: crate::lifecycle::new_attempt(),
-        });
-        self.spawn(ctx, handle.clone(), todo, Work::Full, cancel_rx);
+            env: std::env::vars().collect(),
+        };
+        let handle = self.launch(parts, items, todo, events, Work::Full);
         Ok((handle, done))
     }
 }
@@ -374,6 +355,108 @@ pub fn plan(req: &RunRequest, agent_dirs: &[PathBuf]) -> Result<Plan> {
     })
 }
 
+/// What a run context is made of, besides what the engine and the run's start give.
+struct ContextParts {
+    record: RunRecord,
+    rundir: RunDir,
+    agent: Agent,
+    lock: Lockfile,
+    tasks: BTreeMap<String, Task>,
+    hidden: Option<HiddenSet>,
+    env: HashMap<String, String>,
+}
+
+/// A run as its directory recorded it, its lockfile checked against the recorded digest: what
+/// work on an existing run (an unseen evaluation, a Slurm job's task run) starts from.
+struct Recorded {
+    rundir: RunDir,
+    record: RunRecord,
+    lock_path: PathBuf,
+    lock: Lockfile,
+}
+
+impl Recorded {
+    fn load(run_dir: &Path) -> Result<Recorded> {
+        let rundir = RunDir::new(run_dir)?;
+        let record = rundir.load_record()?.ok_or_else(|| {
+            RunnerError::invalid(
+                rundir.record_path().display(),
+                "(file)",
+                "missing: not a run directory (arenactl run writes it)",
+            )
+        })?;
+        let lock_path = PathBuf::from(&record.image_lock);
+        let lock = Lockfile::load(&lock_path)?;
+        let lock_digest = arena_image::Digest::of_file(&lock_path)?.0.to_string();
+        if lock_digest != record.lock_digest {
+            return Err(RunnerError::Drift {
+                task: record.run_id.clone(),
+                what: format!("lockfile {}", lock_path.display()),
+                expected: record.lock_digest.clone(),
+                found: lock_digest,
+            });
+        }
+        Ok(Recorded {
+            rundir,
+            record,
+            lock_path,
+            lock,
+        })
+    }
+}
+
+impl Engine {
+    fn context(
+        &self,
+        parts: ContextParts,
+        events: Arc<Events>,
+        cancel: watch::Receiver<bool>,
+    ) -> RunContext {
+        RunContext {
+            containerd: self.containerd.clone(),
+            store: self.store.clone(),
+            record: parts.record,
+            rundir: parts.rundir,
+            agent: parts.agent,
+            lock: parts.lock,
+            tasks: parts.tasks,
+            events,
+            cancel,
+            env: parts.env,
+            hidden: parts.hidden,
+            attempt: crate::lifecycle::new_attempt(),
+        }
+    }
+
+    /// Registers the run's handle and queues `todo`.
+    fn launch(
+        &self,
+        parts: ContextParts,
+        items: Vec<Item>,
+        todo: Vec<Item>,
+        events: Arc<Events>,
+        work: Work,
+    ) -> Arc<RunHandle> {
+        let (cancel_tx, cancel_rx) = watch::channel(false);
+        let handle = Arc::new(RunHandle {
+            record: parts.record.clone(),
+            rundir: parts.rundir.clone(),
+            items,
+            events: events.clone(),
+            cancel: cancel_tx,
+            state: Mutex::new((RunState::Running, None)),
+            errors: Mutex::new(0),
+        });
+        self.runs
+            .lock()
+            .unwrap()
+            .insert(handle.record.run_id.clone(), handle.clone());
+        let ctx = Arc::new(self.context(parts, events, cancel_rx.clone()));
+        self.spawn(ctx, handle.clone(), todo, work, cancel_rx);
+        handle
+    }
+}
+
 /// What a queued task run does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Work {
@@ -466,25 +549,12 @@ impl Engine {
         run_dir: &Path,
         hidden_dir: &Path,
     ) -> Result<(Arc<RunHandle>, u32)> {
-        let rundir = RunDir::new(run_dir)?;
-        let record = rundir.load_record()?.ok_or_else(|| {
-            RunnerError::invalid(
-                rundir.record_path().display(),
-                "(file)",
-                "missing: not a run directory (arenactl run writes it)",
-            )
-        })?;
-        let lock_path = PathBuf::from(&record.image_lock);
-        let lock = Lockfile::load(&lock_path)?;
-        let lock_digest = arena_image::Digest::of_file(&lock_path)?.0.to_string();
-        if lock_digest != record.lock_digest {
-            return Err(RunnerError::Drift {
-                task: record.run_id.clone(),
-                what: format!("lockfile {}", lock_path.display()),
-                expected: record.lock_digest.clone(),
-                found: lock_digest,
-            });
-        }
+        let Recorded {
+            rundir,
+            record,
+            lock_path,
+            lock,
+        } = Recorded::load(run_dir)?;
         let tasks = Self::load_tasks(&lock_path, &lock, &record.tasks)?;
         let hidden = load_hidden(hidden_dir)?;
         if !tasks.keys().any(|id| hidden.files.contains_key(id)) {
@@ -570,35 +640,16 @@ impl Engine {
             task: record.run_id.clone(),
             source: e,
         })?;
-        let (cancel_tx, cancel_rx) = watch::channel(false);
-        let handle = Arc::new(RunHandle {
-            record: record.clone(),
-            rundir: rundir.clone(),
-            items,
-            events: events.clone(),
-            cancel: cancel_tx,
-            state: Mutex::new((RunState::Running, None)),
-            errors: Mutex::new(0),
-        });
-        self.runs
-            .lock()
-            .unwrap()
-            .insert(record.run_id.clone(), handle.clone());
-        let ctx = Arc::new(RunContext {
-            containerd: self.containerd.clone(),
-            store: self.store.clone(),
+        let parts = ContextParts {
             agent: Agent::recorded(&record.agent, &record.agent_digest),
             record,
             rundir,
             lock,
             tasks,
-            events,
-            cancel: cancel_rx.clone(),
-            env: HashMap::new(),
             hidden: Some(hidden),
-            attempt: crate::lifecycle::new_attempt(),
-        });
-        self.spawn(ctx, handle.clone(), todo, Work::UnseenOnly, cancel_rx);
+            env: HashMap::new(),
+        };
+        let handle = self.launch(parts, items, todo, events, Work::UnseenOnly);
         Ok((handle, done))
     }
 }
@@ -630,14 +681,12 @@ impl Engine {
         events: Arc<Events>,
         cancel: watch::Receiver<bool>,
     ) -> Result<arena_report::TaskResult> {
-        let rundir = RunDir::new(&req.run_dir)?;
-        let record = rundir.load_record()?.ok_or_else(|| {
-            RunnerError::invalid(
-                rundir.record_path().display(),
-                "(file)",
-                "missing: not a run directory (the head writes it before submitting jobs)",
-            )
-        })?;
+        let Recorded {
+            rundir,
+            record,
+            lock_path,
+            lock,
+        } = Recorded::load(&req.run_dir)?;
         let item = &req.item;
         if !record.tasks.contains(&item.task_id) || item.repeat >= record.runs {
             return Err(RunnerError::invalid(
@@ -652,17 +701,6 @@ impl Engine {
         }
         if let Some(done) = rundir.load_result(item) {
             return Ok(done);
-        }
-        let lock_path = PathBuf::from(&record.image_lock);
-        let lock = Lockfile::load(&lock_path)?;
-        let lock_digest = arena_image::Digest::of_file(&lock_path)?.0.to_string();
-        if lock_digest != record.lock_digest {
-            return Err(RunnerError::Drift {
-                task: item.task_id.clone(),
-                what: format!("lockfile {}", lock_path.display()),
-                expected: record.lock_digest.clone(),
-                found: lock_digest,
-            });
         }
         let tasks = Self::load_tasks(&lock_path, &lock, std::slice::from_ref(&item.task_id))?;
         let agent = Agent::resolve(&req.agent, &self.agent_dirs)?;
@@ -738,20 +776,19 @@ impl Engine {
             self.pool.gpus().first().cloned().ok_or_else(|| {
                 RunnerError::Other("this runner has no GPU slot to run on".into())
             })?;
-        let ctx = RunContext {
-            containerd: self.containerd.clone(),
-            store: self.store.clone(),
-            record,
-            rundir,
-            agent,
-            lock,
-            tasks,
-            events: events.clone(),
+        let ctx = self.context(
+            ContextParts {
+                record,
+                rundir,
+                agent,
+                lock,
+                tasks,
+                hidden,
+                env: std::env::vars().collect(),
+            },
+            events.clone(),
             cancel,
-            env: std::env::vars().collect(),
-            hidden,
-            attempt: crate::lifecycle::new_attempt(),
-        };
+        );
         let result = ctx.run_item(item, &gpu).await;
         if let Ok(r) = &result {
             events.emit(

@@ -204,6 +204,45 @@ impl RunContext {
         Ok(out)
     }
 
+    /// A fresh evaluator container running a generated script: the image's task, `sources`
+    /// bound read-only over its files, the phase's `out/` and `build/` (emptied first) bound
+    /// read-write, no network, the task run's GPU. Returns the out and build directories.
+    async fn evaluator(&self, run: EvaluatorRun<'_>) -> Result<(PathBuf, PathBuf, RunOutcome)> {
+        let dir = self.rundir.item_dir(run.item).join(run.phase);
+        let (out, build) = (dir.join("out"), dir.join("build"));
+        for d in [&out, &build] {
+            // Reports of an earlier evaluation (an unseen set evaluated again) must not stand
+            // in for this one's. (The phase directory itself may hold the staged sources.)
+            let _ = std::fs::remove_dir_all(d);
+            std::fs::create_dir_all(d).map_err(|e| RunnerError::io(d, e))?;
+        }
+        let script = dir.join(run.script_name);
+        std::fs::write(&script, &run.script).map_err(|e| RunnerError::io(&script, e))?;
+        let mut cfg = ContainerConfig::command(&["sh", SCRIPT]);
+        cfg.env = arena_runtime::spec::merge_env(run.env);
+        cfg.cwd = layout::TASK_ROOT.into();
+        cfg.network = Network::None;
+        cfg.devices = run
+            .gpu
+            .profile
+            .resolve()
+            .map_err(|e| self.runtime_err(run.item, e))?;
+        cfg.binds = vec![
+            bind(&script, SCRIPT, true),
+            bind(&out, OUT_DIR, false),
+            bind(&build, &layout::build_dir(), false),
+        ];
+        for s in run.sources {
+            cfg.binds
+                .push(bind(&s.host, &layout::source_path(&s.rel), true));
+        }
+        cfg.binds.extend(run.extra_binds.iter().cloned());
+        let outcome = self
+            .container(run.item, run.phase, run.image, cfg, run.limit_s)
+            .await?;
+        Ok((out, build, outcome))
+    }
+
     /// One gated evaluation in a fresh evaluator container: the image's harness, `sources`
     /// bound over the task's own files, no network.
     #[allow(clippy::too_many_arguments)]
@@ -219,39 +258,20 @@ impl RunContext {
         extra_binds: &[BindMount],
         event: EventKind,
     ) -> Result<Phase> {
-        let dir = self.rundir.item_dir(item).join(phase);
-        let (out, build) = (dir.join("out"), dir.join("build"));
-        for d in [&out, &build] {
-            // Reports of an earlier evaluation (an unseen set evaluated again) must not stand
-            // in for this one's. (The phase directory itself may hold the staged sources.)
-            let _ = std::fs::remove_dir_all(d);
-            std::fs::create_dir_all(d).map_err(|e| RunnerError::io(d, e))?;
-        }
         let timeouts = GateTimeouts::for_task(&task.config);
-        let script = dir.join("gates.sh");
-        std::fs::write(&script, gate_script(&task.config, &timeouts))
-            .map_err(|e| RunnerError::io(&script, e))?;
-        let mut cfg = ContainerConfig::command(&["sh", SCRIPT]);
-        cfg.env = arena_runtime::spec::merge_env(env);
-        cfg.cwd = layout::TASK_ROOT.into();
-        cfg.network = Network::None;
-        cfg.devices = gpu
-            .profile
-            .resolve()
-            .map_err(|e| self.runtime_err(item, e))?;
-        cfg.binds = vec![
-            bind(&script, SCRIPT, true),
-            bind(&out, OUT_DIR, false),
-            bind(&build, &layout::build_dir(), false),
-        ];
-        for s in sources {
-            cfg.binds
-                .push(bind(&s.host, &layout::source_path(&s.rel), true));
-        }
-        cfg.binds.extend(extra_binds.iter().cloned());
-        let outcome = self
-            .container(item, phase, image, cfg, timeouts.total())
-            .await?;
+        let run = EvaluatorRun {
+            item,
+            image,
+            env,
+            gpu,
+            phase,
+            script_name: "gates.sh",
+            script: gate_script(&task.config, &timeouts),
+            sources,
+            extra_binds,
+            limit_s: timeouts.total(),
+        };
+        let (out, build, outcome) = self.evaluator(run).await?;
         let note = outcome
             .timed_out
             .then(|| format!("evaluator timed out after {} s", timeouts.total()));
@@ -442,13 +462,12 @@ impl RunContext {
         }))
     }
 
-    /// Evaluates a finished task run on the run's hidden set: the agent's declared sources are
-    /// staged again from its workspace (as the evaluator took them), and the result gains the
-    /// unseen result, written atomically. Its seen result is not touched.
-    pub async fn run_unseen_item(&self, item: &Item, gpu: &Gpu) -> Result<TaskResult> {
-        let mut result = self.rundir.load_result(item).ok_or_else(|| {
-            RunnerError::Other(format!("{}: no finished result to evaluate", item.label()))
-        })?;
+    /// A task run's task, its locked image (in containerd, imported if missing) and the
+    /// image's environment.
+    async fn task_image(
+        &self,
+        item: &Item,
+    ) -> Result<(&Task, &ImageRecord, ImageRef, Vec<String>)> {
         let task = self
             .tasks
             .get(&item.task_id)
@@ -458,6 +477,17 @@ impl RunContext {
             .await
             .map_err(|e| self.runtime_err(item, e))?;
         let env = image_env(&self.store, rec)?;
+        Ok((task, rec, image, env))
+    }
+
+    /// Evaluates a finished task run on the run's hidden set: the agent's declared sources are
+    /// staged again from its workspace (as the evaluator took them), and the result gains the
+    /// unseen result, written atomically. Its seen result is not touched.
+    pub async fn run_unseen_item(&self, item: &Item, gpu: &Gpu) -> Result<TaskResult> {
+        let mut result = self.rundir.load_result(item).ok_or_else(|| {
+            RunnerError::Other(format!("{}: no finished result to evaluate", item.label()))
+        })?;
+        let (task, _, image, env) = self.task_image(item).await?;
         let item_dir = self.rundir.item_dir(item);
         let stage = item_dir.join("unseen-candidate/src");
         let _ = std::fs::remove_dir_all(&stage);
@@ -479,15 +509,7 @@ impl RunContext {
     /// Runs one task run to its result (written to `result.json`).
     pub async fn run_item(&self, item: &Item, gpu: &Gpu) -> Result<TaskResult> {
         let t0 = Instant::now();
-        let task = self
-            .tasks
-            .get(&item.task_id)
-            .ok_or_else(|| RunnerError::Other(format!("{}: task not loaded", item.task_id)))?;
-        let rec = self.record_of(&task.id)?;
-        let image = arena_runtime::ensure_image(&self.containerd, &self.store, rec)
-            .await
-            .map_err(|e| self.runtime_err(item, e))?;
-        let env = image_env(&self.store, rec)?;
+        let (task, rec, image, env) = self.task_image(item).await?;
         let (agent_image, agent_env) = match &self.agent.image {
             AgentImage::Task => (image.clone(), env.clone()),
             AgentImage::Locked(name) => {
@@ -653,6 +675,21 @@ impl RunContext {
     }
 }
 
+/// One evaluator container: which task run, phase and GPU, the script it runs, what is bound
+/// in, and how long it may take.
+struct EvaluatorRun<'a> {
+    item: &'a Item,
+    image: &'a ImageRef,
+    env: &'a [String],
+    gpu: &'a Gpu,
+    phase: &'a str,
+    script_name: &'a str,
+    script: String,
+    sources: &'a [StagedSource],
+    extra_binds: &'a [BindMount],
+    limit_s: u64,
+}
+
 /// One kernel's evaluation on the unseen configurations, and the configurations it fails
 /// by category.
 struct KernelOnUnseen {
@@ -782,43 +819,24 @@ impl UnseenEval<'_> {
         for (k, entry) in self.entries().into_iter().enumerate() {
             self.write_variant(&variants.join(k.to_string()), &[entry])?;
         }
-        let dir = self.ctx.rundir.item_dir(self.item).join(phase);
-        let (out, build) = (dir.join("out"), dir.join("build"));
-        for d in [&out, &build] {
-            let _ = std::fs::remove_dir_all(d);
-            std::fs::create_dir_all(d).map_err(|e| RunnerError::io(d, e))?;
-        }
         let timeouts = GateTimeouts::for_task(&self.task.config);
-        let script = dir.join("probe.sh");
-        std::fs::write(
-            &script,
-            arena_eval::probe_script(&self.task.config, &timeouts, &self.files, n),
-        )
-        .map_err(|e| RunnerError::io(&script, e))?;
-        let mut cfg = ContainerConfig::command(&["sh", SCRIPT]);
-        cfg.env = arena_runtime::spec::merge_env(self.env);
-        cfg.cwd = layout::TASK_ROOT.into();
-        cfg.network = Network::None;
-        cfg.devices = self
-            .gpu
-            .profile
-            .resolve()
-            .map_err(|e| self.ctx.runtime_err(self.item, e))?;
-        cfg.binds = vec![
-            bind(&script, SCRIPT, true),
-            bind(&out, OUT_DIR, false),
-            bind(&build, &layout::build_dir(), false),
+        let extra = [
             bind(&variants, arena_eval::probe::PROBE_DIR, true),
             bind(self.hidden_file, HIDDEN_MOUNT, true),
         ];
-        for s in sources {
-            cfg.binds
-                .push(bind(&s.host, &layout::source_path(&s.rel), true));
-        }
-        let limit = timeouts.compile + timeouts.correctness * n as u64 + 60;
-        self.ctx
-            .container(self.item, phase, self.image, cfg, limit)
-            .await?;
+        let run = EvaluatorRun {
+            item: self.item,
+            image: self.image,
+            env: self.env,
+            gpu: self.gpu,
+            phase,
+            script_name: "probe.sh",
+            script: arena_eval::probe_script(&self.task.config, &timeouts, &self.files, n),
+            sources,
+            extra_binds: &extra,
+            limit_s: timeouts.compile + timeouts.correctness * n as u64 + 60,
+        };
+        let (out, _, _) = self.ctx.evaluator(run).await?;
         let passed = arena_eval::read_probe(&out, n).unwrap_or_else(|| vec![false; n]);
         let failed = passed.iter().filter(|p| !**p).count();
         self.ctx.events.emit(
