@@ -113,6 +113,26 @@ impl<S: SlurmCli> Backend<S> {
         ))
     }
 
+    /// Jobs whose result arrived while they were still running: their final state, for the
+    /// ledger (a few polls at most; a job that takes longer is left without one).
+    fn record_final_states(&self, ledger: &mut Ledger, mut finishing: Vec<String>) -> Result<()> {
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while !finishing.is_empty() && std::time::Instant::now() < deadline {
+            std::thread::sleep(self.poll);
+            let jobs = self.slurm.jobs()?;
+            let mut still = Vec::new();
+            for id in finishing {
+                match jobs.iter().find(|j| j.id == id) {
+                    Some(j) if j.state.is_live() => still.push(id),
+                    Some(j) => ledger.ended(&id, j.state.as_str(), None)?,
+                    None => ledger.ended(&id, "COMPLETED", None)?,
+                }
+            }
+            finishing = still;
+        }
+        Ok(())
+    }
+
     /// Runs the run to its end (or until `cancel` is set: then its live jobs are scancelled).
     pub fn run(&self, on_event: &mut dyn FnMut(RunEvent), cancel: &AtomicBool) -> Result<Summary> {
         std::fs::create_dir_all(&self.spec.log_dir)
@@ -168,6 +188,7 @@ impl<S: SlurmCli> Backend<S> {
                 for id in &ids {
                     ledger.ended(id, "CANCELLED", Some("the run was cancelled".into()))?;
                 }
+                self.record_final_states(&mut ledger, finishing)?;
                 summary.cancelled = true;
                 return Ok(summary);
             }
@@ -270,22 +291,7 @@ impl<S: SlurmCli> Backend<S> {
                 }
             }
         }
-        // Jobs whose result arrived while they were still running: their final state, for
-        // the ledger (a few polls at most; a job that takes longer is left as last seen).
-        let deadline = std::time::Instant::now() + Duration::from_secs(10);
-        while !finishing.is_empty() && std::time::Instant::now() < deadline {
-            std::thread::sleep(self.poll);
-            let jobs = self.slurm.jobs()?;
-            let mut still = Vec::new();
-            for id in finishing {
-                match jobs.iter().find(|j| j.id == id) {
-                    Some(j) if j.state.is_live() => still.push(id),
-                    Some(j) => ledger.ended(&id, j.state.as_str(), None)?,
-                    None => ledger.ended(&id, "COMPLETED", None)?,
-                }
-            }
-            finishing = still;
-        }
+        self.record_final_states(&mut ledger, finishing)?;
         for (item, slot) in slots {
             if let Slot::Failed(why) = slot {
                 summary.failed.push((item, why));
@@ -339,11 +345,13 @@ mod tests {
                 } else {
                     script[0]
                 };
-                if state == "COMPLETED" {
+                // RESULT: the job has written its result and is still running.
+                if state == "COMPLETED" || state == "RESULT" {
                     let p = self.rundir.result_path(item);
                     std::fs::create_dir_all(p.parent().unwrap()).unwrap();
                     std::fs::write(&p, result_json(item)).unwrap();
                 }
+                let state = if state == "RESULT" { "RUNNING" } else { state };
                 out.push(JobInfo {
                     id: id.clone(),
                     name: name.clone(),
@@ -438,6 +446,21 @@ mod tests {
         let again = backend(d.path(), vec![], 1);
         let s = again.run(&mut |_| {}, &AtomicBool::new(false)).unwrap();
         assert_eq!((s.finished, s.jobs_submitted), (2, 0));
+    }
+
+    #[test]
+    fn a_job_seen_running_after_its_result_gets_its_final_state() {
+        let d = tempfile::tempdir().unwrap();
+        let b = backend(
+            d.path(),
+            vec![vec!["RESULT", "RUNNING", "COMPLETED"], vec!["COMPLETED"]],
+            0,
+        );
+        let s = b.run(&mut |_| {}, &AtomicBool::new(false)).unwrap();
+        assert_eq!((s.finished, s.jobs_submitted), (2, 2));
+        let ledger = Ledger::open(d.path(), "rtest");
+        let states: Vec<Option<&str>> = ledger.jobs.iter().map(|j| j.state.as_deref()).collect();
+        assert_eq!(states, [Some("COMPLETED"), Some("COMPLETED")]);
     }
 
     #[test]
