@@ -100,7 +100,6 @@ pub fn read_probe(out_dir: &std::path::Path, configs: usize) -> Option<Vec<bool>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::layout::TASK_ROOT;
 
     /// The script under sh, with stand-in commands: a "harness" that fails on configuration 1.
     #[test]
@@ -124,18 +123,8 @@ mod tests {
             std::fs::write(probe.join(format!("{k}/scripts/h.txt")), body).unwrap();
         }
         let script = probe_script(&cfg, &GateTimeouts::default(), &["scripts/h.txt".into()], 4)
-            .replace(OUT_DIR, out.to_str().unwrap())
-            .replace(PROBE_DIR, probe.to_str().unwrap())
-            .replace(
-                &format!("cd {TASK_ROOT}"),
-                &format!("cd {}", task.display()),
-            );
-        let st = std::process::Command::new("sh")
-            .arg("-c")
-            .arg(&script)
-            .status()
-            .unwrap();
-        assert!(st.success());
+            .replace(PROBE_DIR, probe.to_str().unwrap());
+        crate::script::run_under_sh(&script, &out, &task);
         let gates = std::fs::read_to_string(out.join(GATES_FILE)).unwrap();
         // Configuration 3 has no copy: it is recorded as not placed, and fails.
         assert_eq!(

@@ -84,6 +84,22 @@ pub(crate) fn preamble(what: &str) -> String {
     s
 }
 
+/// Runs an evaluator script under the host's sh, with its container paths (the out
+/// directory, the task root) moved to `out` and `task`; asserts that it exits 0.
+#[cfg(test)]
+pub(crate) fn run_under_sh(script: &str, out: &std::path::Path, task: &std::path::Path) {
+    let script = script.replace(OUT_DIR, out.to_str().unwrap()).replace(
+        &format!("cd {TASK_ROOT}"),
+        &format!("cd {}", task.display()),
+    );
+    let st = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(&script)
+        .status()
+        .unwrap();
+    assert!(st.success());
+}
+
 /// The script for one evaluation of `cfg`'s gates.
 pub fn gate_script(cfg: &TaskConfig, timeouts: &GateTimeouts) -> String {
     let gates = format!("{OUT_DIR}/{GATES_FILE}");
@@ -154,18 +170,7 @@ mod tests {
         let task = dir.path().join("task");
         std::fs::create_dir_all(&out).unwrap();
         std::fs::create_dir_all(&task).unwrap();
-        let script = gate_script(&cfg, &GateTimeouts::default())
-            .replace(OUT_DIR, out.to_str().unwrap())
-            .replace(
-                &format!("cd {TASK_ROOT}"),
-                &format!("cd {}", task.display()),
-            );
-        let st = std::process::Command::new("sh")
-            .arg("-c")
-            .arg(&script)
-            .status()
-            .unwrap();
-        assert!(st.success());
+        run_under_sh(&gate_script(&cfg, &GateTimeouts::default()), &out, &task);
         let gates = std::fs::read_to_string(out.join(GATES_FILE)).unwrap();
         assert_eq!(gates, "compile 0\ncorrectness 3\n");
         assert!(!task.join("perf_ran").exists());

@@ -108,6 +108,17 @@ impl Engine {
         self.runs.lock().unwrap().get(id).cloned()
     }
 
+    /// Refuses work on a run this engine is carrying out now (`why` completes "run ID …").
+    fn refuse_if_running(&self, run_id: &str, why: &str) -> Result<()> {
+        if self
+            .run(run_id)
+            .is_some_and(|h| h.state().0 == RunState::Running)
+        {
+            return Err(RunnerError::Other(format!("run {run_id} {why}")));
+        }
+        Ok(())
+    }
+
     /// Loads the locked tasks of the selection and checks their trees against the lock.
     fn load_tasks(
         lock_path: &Path,
@@ -160,15 +171,7 @@ impl Engine {
             ..
         } = plan(&req, &self.agent_dirs)?;
         self.ensure_images(&lock, &tasks).await?;
-        if self
-            .run(&record.run_id)
-            .is_some_and(|h| h.state().0 == RunState::Running)
-        {
-            return Err(RunnerError::Other(format!(
-                "run {} is already running",
-                record.run_id
-            )));
-        }
+        self.refuse_if_running(&record.run_id, "is already running")?;
         crate::rundir::write_json(&rundir.record_path(), &record)?;
 
         let events = Arc::new(Events::default());
@@ -565,15 +568,10 @@ impl Engine {
             ));
         }
         self.ensure_images(&lock, &tasks).await?;
-        if self
-            .run(&record.run_id)
-            .is_some_and(|h| h.state().0 == RunState::Running)
-        {
-            return Err(RunnerError::Other(format!(
-                "run {} is still running; evaluate it on a hidden set once it is done",
-                record.run_id
-            )));
-        }
+        self.refuse_if_running(
+            &record.run_id,
+            "is still running; evaluate it on a hidden set once it is done",
+        )?;
         let events = Arc::new(Events::default());
         let mut items = Vec::new();
         let mut todo: Vec<Item> = Vec::new();

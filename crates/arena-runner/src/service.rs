@@ -47,6 +47,15 @@ fn status_of(e: RunnerError) -> Status {
     }
 }
 
+/// What SubmitRun and EvaluateUnseen answer: the run, and how much of it was done before.
+fn submitted(h: &RunHandle, already_done: u32) -> Response<SubmitRunResponse> {
+    Response::new(SubmitRunResponse {
+        run_id: h.record.run_id.clone(),
+        already_done,
+        total: h.items.len() as u32,
+    })
+}
+
 pub fn run_status(h: &RunHandle) -> RunStatus {
     let (state, error) = h.state();
     // Read, not written: results.json is written when the run ends.
@@ -87,11 +96,7 @@ impl Runner for RunnerService {
             })
             .await
             .map_err(status_of)?;
-        Ok(Response::new(SubmitRunResponse {
-            run_id: h.record.run_id.clone(),
-            already_done: done,
-            total: h.items.len() as u32,
-        }))
+        Ok(submitted(&h, done))
     }
 
     async fn evaluate_unseen(
@@ -107,11 +112,7 @@ impl Runner for RunnerService {
             .submit_unseen(&PathBuf::from(r.run_dir), &PathBuf::from(r.hidden_set))
             .await
             .map_err(status_of)?;
-        Ok(Response::new(SubmitRunResponse {
-            run_id: h.record.run_id.clone(),
-            already_done: done,
-            total: h.items.len() as u32,
-        }))
+        Ok(submitted(&h, done))
     }
 
     type WatchRunStream = EventStream;

@@ -13,7 +13,7 @@ use containerd_client::services::v1::diff_client::DiffClient;
 use containerd_client::services::v1::images_client::ImagesClient;
 use containerd_client::services::v1::snapshots::snapshots_client::SnapshotsClient;
 use containerd_client::services::v1::snapshots::{
-    CommitSnapshotRequest, PrepareSnapshotRequest, RemoveSnapshotRequest, StatSnapshotRequest,
+    CommitSnapshotRequest, PrepareSnapshotRequest, StatSnapshotRequest,
 };
 use containerd_client::services::v1::{
     ApplyRequest, CreateImageRequest, GetImageRequest, Image, Info, InfoRequest,
@@ -260,15 +260,7 @@ async fn unpack(c: &Containerd, rec: &ImageRecord, lease: &str) -> Result<()> {
         let applied = match call(applied, "diff.Apply", layer.digest.to_string()) {
             Ok(a) => a,
             Err(e) => {
-                let _ = sc
-                    .remove(c.req(
-                        RemoveSnapshotRequest {
-                            snapshotter: c.snapshotter.clone(),
-                            key: key.clone(),
-                        },
-                        Some(lease),
-                    ))
-                    .await;
+                let _ = crate::run::remove_snapshot(c, &key).await;
                 return Err(e);
             }
         };
@@ -298,15 +290,7 @@ async fn unpack(c: &Containerd, rec: &ImageRecord, lease: &str) -> Result<()> {
             // Another import unpacked the same layer first: use its snapshot (the same chain
             // id is the same content) and drop ours.
             Err(s) if s.code() == tonic::Code::AlreadyExists => {
-                let _ = sc
-                    .remove(c.req(
-                        RemoveSnapshotRequest {
-                            snapshotter: c.snapshotter.clone(),
-                            key: key.clone(),
-                        },
-                        Some(lease),
-                    ))
-                    .await;
+                let _ = crate::run::remove_snapshot(c, &key).await;
                 crate::lease::add_resource(
                     c,
                     lease,

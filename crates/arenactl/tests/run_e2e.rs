@@ -309,15 +309,7 @@ fn killed_runner_resumes_without_repeating_finished_tasks() {
         "a finished task run was repeated"
     );
     let rs = results(&out);
-    let keys: BTreeSet<(String, u64)> = rs
-        .iter()
-        .map(|r| {
-            (
-                r["task_id"].as_str().unwrap().to_string(),
-                r["repeat"].as_u64().unwrap(),
-            )
-        })
-        .collect();
+    let keys = task_runs(&rs);
     assert_eq!(rs.len(), 4);
     assert_eq!(keys.len(), 4, "a task run was counted twice");
     let left = d.leftovers();
@@ -325,6 +317,18 @@ fn killed_runner_resumes_without_repeating_finished_tasks() {
         empty(&left),
         "the killed runner's containers were not cleaned: {left}"
     );
+}
+
+/// The distinct (task, repeat) pairs of a run's results.
+fn task_runs(rs: &[Value]) -> BTreeSet<(String, u64)> {
+    rs.iter()
+        .map(|r| {
+            (
+                r["task_id"].as_str().unwrap().to_string(),
+                r["repeat"].as_u64().unwrap(),
+            )
+        })
+        .collect()
 }
 
 fn glob_results(out: &Path) -> Vec<PathBuf> {
@@ -653,6 +657,31 @@ impl Drop for Slurm {
     }
 }
 
+/// Waits until a Slurm job of the run in `out` has started its agent (its log says so);
+/// returns that job's id.
+fn agent_started(out: &Path) -> String {
+    let t0 = Instant::now();
+    loop {
+        assert!(
+            t0.elapsed() < Duration::from_secs(120),
+            "no job started its agent"
+        );
+        let started = std::fs::read_dir(out.join("slurm"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .find(|e| {
+                std::fs::read_to_string(e.path()).is_ok_and(|t| t.contains("agent slow started"))
+            });
+        if let Some(e) = started {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let id = name.rsplit_once('-').unwrap().1.trim_end_matches(".log");
+            return id.to_string();
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
 fn ledger(out: &Path) -> Vec<Value> {
     let v: Value =
         serde_json::from_slice(&std::fs::read(out.join("slurm/jobs.json")).unwrap()).unwrap();
@@ -772,26 +801,7 @@ fn slurm_backend_runs_one_job_per_task_run_and_survives_scancel() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let t0 = Instant::now();
-    let victim = loop {
-        assert!(
-            t0.elapsed() < Duration::from_secs(120),
-            "no job started its agent"
-        );
-        let started = std::fs::read_dir(out.join("slurm"))
-            .into_iter()
-            .flatten()
-            .flatten()
-            .find(|e| {
-                std::fs::read_to_string(e.path()).is_ok_and(|t| t.contains("agent slow started"))
-            });
-        if let Some(e) = started {
-            let name = e.file_name().to_string_lossy().into_owned();
-            let id = name.rsplit_once('-').unwrap().1.trim_end_matches(".log");
-            break id.to_string();
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    };
+    let victim = agent_started(&out);
     assert_eq!(slurm.state(&victim), "RUNNING");
     let o = slurm.cmd("scancel").arg(&victim).output().unwrap();
     assert!(o.status.success(), "{}", show(&o));
@@ -829,15 +839,7 @@ fn slurm_backend_runs_one_job_per_task_run_and_survives_scancel() {
         );
     }
     let rs = results(&out);
-    let keys: BTreeSet<(String, u64)> = rs
-        .iter()
-        .map(|r| {
-            (
-                r["task_id"].as_str().unwrap().to_string(),
-                r["repeat"].as_u64().unwrap(),
-            )
-        })
-        .collect();
+    let keys = task_runs(&rs);
     assert_eq!((rs.len(), keys.len()), (4, 4), "a task run counted twice");
     let l = ledger(&out);
     assert_eq!(
@@ -854,19 +856,7 @@ fn slurm_backend_runs_one_job_per_task_run_and_survives_scancel() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let t0 = Instant::now();
-    while !std::fs::read_dir(out.join("slurm"))
-        .into_iter()
-        .flatten()
-        .flatten()
-        .any(|e| std::fs::read_to_string(e.path()).is_ok_and(|t| t.contains("agent slow started")))
-    {
-        assert!(
-            t0.elapsed() < Duration::from_secs(120),
-            "no job started its agent"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    agent_started(&out);
     let o = slurm
         .cmd(env!("CARGO_BIN_EXE_arenactl"))
         .args(["cancel", "--json"])
