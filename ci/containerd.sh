@@ -33,8 +33,11 @@ stop)
     for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
     rm -f "$dir/containerd.pid"
   fi
-  # Shims and their snapshot mounts outlive the daemon: release every mount under DIR,
-  # deepest first, so DIR can be removed.
+  # Shims outlive the daemon (one a killed client was starting a task through can be left
+  # without a container): stop this daemon's, found by their -address under DIR.
+  pkill -f -- "containerd-shim-runc-v2 .*-address $dir/" 2>/dev/null || true
+  # Their snapshot mounts too: release every mount under DIR, deepest first, so DIR can be
+  # removed.
   awk -v d="$dir/" 'index($2, d) == 1 {print $2}' /proc/self/mounts | sort -r |
     xargs -r -n1 umount -l 2>/dev/null || true ;;
 *) echo "usage: ci/containerd.sh start|stop DIR" >&2; exit 2 ;;
