@@ -23,7 +23,7 @@ use crate::record::{ImageRecord, LayerRecord};
 use crate::store::{Store, MEDIA_TYPE_CONFIG};
 
 /// Bumped whenever the bytes arena-image produces for the same inputs would change.
-pub const FORMAT: &str = "arena-image/2";
+pub const FORMAT: &str = "arena-image/3";
 
 pub struct BuildContext<'a> {
     pub store: &'a Store,

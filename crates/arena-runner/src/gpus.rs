@@ -23,6 +23,9 @@ pub struct Gpu {
 /// - `none` or `cpu:N`: N slots (default 1) without devices, for CPU tasks;
 /// - `fake:N`: N fake GPUs without devices (tests of the scheduler);
 /// - `nvidia:0,2` or `amd:renderD128,renderD129`: exactly those;
+/// - `cdi:SPEC:DEVICE,…`: devices of a Container Device Interface spec, e.g.
+///   `cdi:/etc/cdi/nvidia.yaml:nvidia.com/gpu=0` (what `nvidia-ctk cdi generate` writes on a
+///   host whose driver libraries sit among the system's; the spec lists them);
 /// - `slurm`: the one GPU Slurm gave this job (see [`slurm_gpu`]).
 pub fn parse_gpus(spec: &str) -> Result<Vec<Gpu>> {
     if spec == "slurm" {
@@ -157,8 +160,34 @@ pub fn parse_gpus_at(spec: &str, dev: &Path) -> Result<Vec<Gpu>> {
             }
             Ok(out)
         }
+        "cdi" => {
+            let (path, names) = arg.rsplit_once(':').ok_or_else(|| {
+                bad("expected cdi:SPEC:DEVICE,…, e.g. cdi:/etc/cdi/nvidia.yaml:nvidia.com/gpu=0".into())
+            })?;
+            let spec = PathBuf::from(path);
+            let mut out = Vec::new();
+            for (slot, name) in names.split(',').filter(|s| !s.is_empty()).enumerate() {
+                let profile = GpuProfile::Cdi {
+                    spec: spec.clone(),
+                    device: name.to_string(),
+                };
+                // Resolved now so that a wrong spec or device name stops the run before any
+                // task starts, naming the spec.
+                let grant = profile.resolve().map_err(|e| bad(e.to_string()))?;
+                out.push(Gpu {
+                    index: slot as u32,
+                    kind: cdi_kind(name).into(),
+                    devices: grant.devices.iter().map(|d| d.path.clone()).collect(),
+                    profile,
+                });
+            }
+            if out.is_empty() {
+                return Err(bad("name the spec's devices, e.g. cdi:/etc/cdi/nvidia.yaml:nvidia.com/gpu=0".into()));
+            }
+            Ok(out)
+        }
         other => Err(bad(format!(
-            "`{other}`: expected auto, none, cpu:N, fake:N, nvidia:I,… or amd:renderDN,…"
+            "`{other}`: expected auto, none, cpu:N, fake:N, nvidia:I,…, amd:renderDN,… or cdi:SPEC:DEVICE,…"
         ))),
     }
 }
@@ -204,6 +233,39 @@ fn nvidia_indices(dev: &Path) -> Vec<u32> {
     out
 }
 
+/// The vendor a CDI device name belongs to (`nvidia.com/gpu=0` → `nvidia`), which the
+/// prompt's GPU pre-check names; `cdi` for others.
+fn cdi_kind(name: &str) -> &'static str {
+    match name.split('/').next().unwrap_or("") {
+        "nvidia.com" => "nvidia",
+        "amd.com" => "amd",
+        _ => "cdi",
+    }
+}
+
+/// Where the NVIDIA driver's user-space libraries live as one directory of their own, bind-
+/// mounted read-only into every container that gets the GPU (the image never carries a
+/// driver, whose version must match the kernel module's): `$ARENA_NVIDIA_DRIVER_DIR` (empty:
+/// none), else `/usr/local/nvidia` with a `lib64` inside (the layout of GPU container hosts
+/// such as GKE's). Hosts with the driver among the system libraries use `--gpus cdi:…`.
+pub fn nvidia_driver_dir() -> Option<PathBuf> {
+    driver_dir_from(
+        std::env::var_os("ARENA_NVIDIA_DRIVER_DIR").map(PathBuf::from),
+        Path::new("/usr/local/nvidia"),
+    )
+}
+
+fn driver_dir_from(var: Option<PathBuf>, default: &Path) -> Option<PathBuf> {
+    match var {
+        Some(d) if d.as_os_str().is_empty() => None,
+        Some(d) => Some(d),
+        None => default
+            .join("lib64")
+            .is_dir()
+            .then(|| default.to_path_buf()),
+    }
+}
+
 fn nvidia(dev: &Path, i: u32) -> Gpu {
     Gpu {
         index: i,
@@ -211,7 +273,7 @@ fn nvidia(dev: &Path, i: u32) -> Gpu {
         profile: GpuProfile::Nvidia {
             dev_dir: dev.to_path_buf(),
             index: i,
-            driver_dir: None,
+            driver_dir: nvidia_driver_dir(),
         },
         devices: vec![dev.join(format!("nvidia{i}")).display().to_string()],
     }
@@ -317,6 +379,71 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("UUIDs"), "{e}");
+    }
+
+    #[test]
+    fn the_driver_dir_is_the_variable_else_a_default_with_lib64() {
+        let d = tempfile::tempdir().unwrap();
+        assert_eq!(driver_dir_from(None, d.path()), None);
+        std::fs::create_dir(d.path().join("lib64")).unwrap();
+        assert_eq!(
+            driver_dir_from(None, d.path()),
+            Some(d.path().to_path_buf())
+        );
+        assert_eq!(driver_dir_from(Some("".into()), d.path()), None);
+        assert_eq!(
+            driver_dir_from(Some("/opt/nv".into()), d.path()),
+            Some(PathBuf::from("/opt/nv"))
+        );
+    }
+
+    #[test]
+    fn cdi_devices_come_from_the_spec() {
+        let d = tempfile::tempdir().unwrap();
+        // Regular files stand in for the device nodes: a CDI node with its type, major and
+        // minor given is taken as written.
+        let spec = d.path().join("nvidia.yaml");
+        std::fs::write(
+            &spec,
+            r#"cdiVersion: "0.5.0"
+kind: nvidia.com/gpu
+devices:
+  - name: "0"
+    containerEdits:
+      deviceNodes:
+        - {path: /dev/nvidia0, type: c, major: 195, minor: 0}
+  - name: "1"
+    containerEdits:
+      deviceNodes:
+        - {path: /dev/nvidia1, type: c, major: 195, minor: 1}
+containerEdits:
+  deviceNodes:
+    - {path: /dev/nvidiactl, type: c, major: 195, minor: 255}
+"#,
+        )
+        .unwrap();
+        let g = parse_gpus(&format!("cdi:{}:nvidia.com/gpu=1,0", spec.display())).unwrap();
+        assert_eq!(g.len(), 2);
+        assert_eq!((g[0].index, g[0].kind.as_str()), (0, "nvidia"));
+        assert!(
+            g[0].devices.contains(&"/dev/nvidia1".to_string()),
+            "{:?}",
+            g[0].devices
+        );
+        assert!(g[0].devices.contains(&"/dev/nvidiactl".to_string()));
+        assert!(!g[0].devices.contains(&"/dev/nvidia0".to_string()));
+        let e = parse_gpus(&format!("cdi:{}:nvidia.com/gpu=7", spec.display()))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("no device `7`") && e.contains("nvidia.yaml"),
+            "{e}"
+        );
+        let e = parse_gpus("cdi:/nonexistent/spec.yaml:x=0")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("/nonexistent/spec.yaml"), "{e}");
+        assert!(parse_gpus("cdi:nocolon").is_err());
     }
 
     #[test]

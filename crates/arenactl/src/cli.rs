@@ -263,7 +263,7 @@ pub struct UnseenEvalArgs {
 /// Which GPUs a local runner leases, and where agent files are found.
 #[derive(Debug, Args, Clone)]
 pub struct RunnerArgs {
-    /// GPUs: auto, none, cpu:N, fake:N, nvidia:0,1 or amd:renderD128,… (one task run per GPU).
+    /// GPUs: auto, none, cpu:N, fake:N, nvidia:0,1, amd:renderD128,… or cdi:SPEC:DEVICE,… (one task run per GPU).
     /// CUDA_VISIBLE_DEVICES / ROCR_VISIBLE_DEVICES restrict what auto finds.
     #[arg(long, default_value = "auto")]
     pub gpus: String,

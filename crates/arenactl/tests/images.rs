@@ -590,3 +590,117 @@ fn bad_inputs_are_refused_by_name() {
     let index = std::fs::read_to_string(d.join("store/index.json")).unwrap();
     assert!(index.contains("\"manifests\":[]"), "{index}");
 }
+
+/// The `cuda-host` set over a stand-in host root: every captured tree lands at its target
+/// (an empty one still gives its directory), absolute symlinks are kept as written, the driver
+/// directory is not captured, and `image verify` recomputes the lock.
+#[test]
+fn the_cuda_host_set_captures_a_host_root() {
+    let t = tempfile::tempdir().unwrap();
+    let dir = t.path().join("inputs");
+    copy_inputs(&dir, "022", "2001-01-01");
+    let host = t.path().join("host");
+    for d in [
+        "usr/bin",
+        "usr/sbin",
+        "usr/lib",
+        "usr/lib64",
+        "usr/libexec",
+        "usr/include",
+        "usr/share",
+        "usr/local/nvidia/lib64",
+        "etc/alternatives",
+        "opt/torch/.venv/bin",
+    ] {
+        std::fs::create_dir_all(host.join(d)).unwrap();
+    }
+    std::fs::write(host.join("usr/bin/python3.12"), "#!/bin/sh\n").unwrap();
+    std::fs::write(host.join("usr/local/nvidia/lib64/libcuda.so.1"), "driver").unwrap();
+    std::fs::write(host.join("etc/ld.so.cache"), "cache").unwrap();
+    std::os::unix::fs::symlink("/usr/bin/gcc-13", host.join("etc/alternatives/cc")).unwrap();
+    std::os::unix::fs::symlink(
+        "/usr/bin/python3.12",
+        host.join("opt/torch/.venv/bin/python"),
+    )
+    .unwrap();
+    let store = t.path().join("store");
+    let out = Command::new(env!("CARGO_BIN_EXE_arenactl"))
+        .args([
+            "lock",
+            "--set",
+            "cuda-host",
+            "--store",
+            store.to_str().unwrap(),
+        ])
+        .env("ARENA_HOST_ROOT", &host)
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    ok(&out);
+    let lockfile = dir.join("lockfiles/cuda-host.lock");
+    let text = std::fs::read_to_string(&lockfile).unwrap();
+    let base = image_section(&text, "cuda-host");
+    // Every layer's entries, listed from the store's blobs.
+    let mut entries = Vec::new();
+    for line in base.lines().filter(|l| l.starts_with("digest = ")) {
+        let hex = line.split("sha256:").nth(1).unwrap().trim_end_matches('"');
+        let blob = store.join("blobs/sha256").join(hex);
+        let tar = zstd::decode_all(std::fs::File::open(blob).unwrap()).unwrap();
+        for e in tar::Archive::new(&tar[..]).entries().unwrap() {
+            let e = e.unwrap();
+            let link = e.link_name().unwrap().map(|l| l.display().to_string());
+            entries.push((e.path().unwrap().display().to_string(), link));
+        }
+    }
+    let has = |p: &str| entries.iter().any(|(e, _)| e.trim_end_matches('/') == p);
+    for p in [
+        "usr/sbin",
+        "usr/lib64",
+        "usr/bin/python3.12",
+        "etc/ld.so.cache",
+        "bin",
+    ] {
+        assert!(has(p), "{p} missing from {entries:?}");
+    }
+    assert!(entries.contains(&(
+        "opt/torch/.venv/bin/python".into(),
+        Some("/usr/bin/python3.12".into())
+    )));
+    assert!(entries.contains(&("etc/alternatives/cc".into(), Some("/usr/bin/gcc-13".into()))));
+    assert!(
+        !entries.iter().any(|(e, _)| e.starts_with("usr/local")),
+        "{entries:?}"
+    );
+    // Without the variable the recipe names what it needs.
+    let out = Command::new(env!("CARGO_BIN_EXE_arenactl"))
+        .args([
+            "lock",
+            "--set",
+            "cuda-host",
+            "--store",
+            store.to_str().unwrap(),
+        ])
+        .env_remove("ARENA_HOST_ROOT")
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    let err = failed(&out);
+    assert!(
+        err.contains("cuda-host.toml") && err.contains("ARENA_HOST_ROOT"),
+        "{err}"
+    );
+    let out = Command::new(env!("CARGO_BIN_EXE_arenactl"))
+        .args([
+            "image",
+            "verify",
+            "--image-lock",
+            lockfile.to_str().unwrap(),
+            "--store",
+        ])
+        .arg(&store)
+        .env("ARENA_HOST_ROOT", &host)
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    ok(&out);
+}

@@ -39,6 +39,20 @@ pub fn add_directory(
             std::io::Error::new(std::io::ErrorKind::InvalidInput, "not a directory"),
         ));
     }
+    // The target itself is listed even when the tree is empty: the recipe asked for it.
+    let top = join_target(target, "");
+    if !top.is_empty() {
+        tree.insert(
+            LayerEntry {
+                path: top,
+                kind: EntryKind::Dir,
+                mode: 0o755,
+                uid: owner.uid,
+                gid: owner.gid,
+            },
+            origin,
+        )?;
+    }
     let mut inodes: BTreeMap<(u64, u64), Vec<String>> = BTreeMap::new();
     let mut files: Vec<LayerEntry> = Vec::new();
     walk(
@@ -255,5 +269,20 @@ mod tests {
                 ("opt/sub/a".into(), 0o644, "=> opt/b".into()),
             ]
         );
+    }
+
+    #[test]
+    fn an_empty_directory_still_gives_its_target() {
+        let t = tempfile::tempdir().unwrap();
+        let mut tree = LayerTree::new();
+        let owner = Owner { uid: 7, gid: 8 };
+        add_directory(&mut tree, t.path(), "/usr/sbin", owner, "dir").unwrap();
+        tree.add_parents();
+        let got: Vec<(String, u64)> = tree.entries().map(|e| (e.path.clone(), e.uid)).collect();
+        assert_eq!(got, [("usr".into(), 0), ("usr/sbin".into(), 7)]);
+        // At the root there is nothing to list.
+        let mut tree = LayerTree::new();
+        add_directory(&mut tree, t.path(), "/", Owner::default(), "dir").unwrap();
+        assert!(tree.is_empty());
     }
 }
