@@ -591,6 +591,17 @@ fn bad_inputs_are_refused_by_name() {
     assert!(index.contains("\"manifests\":[]"), "{index}");
 }
 
+/// arenactl in `cwd` with `ARENA_HOST_ROOT` set to `host`, or unset.
+fn arenactl_host(args: &[&str], cwd: &Path, host: Option<&Path>) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_arenactl"));
+    cmd.args(args).current_dir(cwd);
+    match host {
+        Some(h) => cmd.env("ARENA_HOST_ROOT", h),
+        None => cmd.env_remove("ARENA_HOST_ROOT"),
+    };
+    cmd.output().unwrap()
+}
+
 /// The `cuda-host` set over a stand-in host root: every captured tree lands at its target
 /// (an empty one still gives its directory), absolute symlinks are kept as written, the driver
 /// directory is not captured, and `image verify` recomputes the lock.
@@ -624,18 +635,14 @@ fn the_cuda_host_set_captures_a_host_root() {
     )
     .unwrap();
     let store = t.path().join("store");
-    let out = Command::new(env!("CARGO_BIN_EXE_arenactl"))
-        .args([
-            "lock",
-            "--set",
-            "cuda-host",
-            "--store",
-            store.to_str().unwrap(),
-        ])
-        .env("ARENA_HOST_ROOT", &host)
-        .current_dir(&dir)
-        .output()
-        .unwrap();
+    let lock = [
+        "lock",
+        "--set",
+        "cuda-host",
+        "--store",
+        store.to_str().unwrap(),
+    ];
+    let out = arenactl_host(&lock, &dir, Some(&host));
     ok(&out);
     let lockfile = dir.join("lockfiles/cuda-host.lock");
     let text = std::fs::read_to_string(&lockfile).unwrap();
@@ -672,35 +679,20 @@ fn the_cuda_host_set_captures_a_host_root() {
         "{entries:?}"
     );
     // Without the variable the recipe names what it needs.
-    let out = Command::new(env!("CARGO_BIN_EXE_arenactl"))
-        .args([
-            "lock",
-            "--set",
-            "cuda-host",
-            "--store",
-            store.to_str().unwrap(),
-        ])
-        .env_remove("ARENA_HOST_ROOT")
-        .current_dir(&dir)
-        .output()
-        .unwrap();
+    let out = arenactl_host(&lock, &dir, None);
     let err = failed(&out);
     assert!(
         err.contains("cuda-host.toml") && err.contains("ARENA_HOST_ROOT"),
         "{err}"
     );
-    let out = Command::new(env!("CARGO_BIN_EXE_arenactl"))
-        .args([
-            "image",
-            "verify",
-            "--image-lock",
-            lockfile.to_str().unwrap(),
-            "--store",
-        ])
-        .arg(&store)
-        .env("ARENA_HOST_ROOT", &host)
-        .current_dir(&dir)
-        .output()
-        .unwrap();
+    let verify = [
+        "image",
+        "verify",
+        "--image-lock",
+        lockfile.to_str().unwrap(),
+        "--store",
+        store.to_str().unwrap(),
+    ];
+    let out = arenactl_host(&verify, &dir, Some(&host));
     ok(&out);
 }
