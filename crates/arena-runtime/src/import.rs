@@ -126,8 +126,18 @@ async fn write_blob(
     });
     let mut cc = ContentClient::new(c.channel());
     let stream = tokio_stream::wrappers::ReceiverStream::new(rx);
-    let mut responses = match cc.write(c.req(stream, Some(lease))).await {
-        Ok(r) => r.into_inner(),
+    // The write's outcome, from the call or from any response; the stream is dropped with the
+    // block, so the reader stops sending on an early end.
+    let written: std::result::Result<(), tonic::Status> = async {
+        let mut responses = cc.write(c.req(stream, Some(lease))).await?.into_inner();
+        while let Some(r) = responses.next().await {
+            r?;
+        }
+        Ok(())
+    }
+    .await;
+    match written {
+        Ok(()) => {}
         // Another import (a second task run, or a job on this node) committed the same blob
         // first: content is content-addressed, so it is ours too, under our lease.
         Err(s) if s.code() == tonic::Code::AlreadyExists => {
@@ -140,23 +150,6 @@ async fn write_blob(
                 what: d.to_string(),
                 status: Box::new(s),
             })
-        }
-    };
-    while let Some(r) = responses.next().await {
-        match r {
-            Ok(_) => {}
-            Err(s) if s.code() == tonic::Code::AlreadyExists => {
-                drop(responses);
-                let _ = reader.await;
-                return crate::lease::add_resource(c, lease, d.as_str(), "content").await;
-            }
-            Err(s) => {
-                return Err(RuntimeError::Containerd {
-                    call: "content.Write",
-                    what: d.to_string(),
-                    status: Box::new(s),
-                })
-            }
         }
     }
     reader
