@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use arena_report::{Evaluation, GateReport, GateStatus, PerfCase};
+use crate::record::{Evaluation, GateReport, GateStatus, PerfCase};
 
 use crate::gate::{Gate, GATES};
 use crate::layout::GATES_FILE;

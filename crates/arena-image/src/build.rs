@@ -350,7 +350,7 @@ fn layer_input(ctx: &BuildContext, layer: &ResolvedLayer) -> Result<serde_json::
             target,
             owner,
         } => {
-            let (d, _) = Digest::of_file(path)?;
+            let (d, _) = Digest::of_file(path).map_err(|e| ImageError::io(path, e))?;
             serde_json::json!({"kind": "tarball", "target": target, "owner": [owner.0, owner.1], "input": d})
         }
         other => {
@@ -574,6 +574,6 @@ pub fn task_image_spec(
         mtime: base_spec.mtime,
         compression: base_spec.compression,
         platform: base_spec.platform.clone(),
-        task: Some((task_id.to_string(), digest)),
+        task: Some((task_id.to_string(), digest.to_string())),
     })
 }

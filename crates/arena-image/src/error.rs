@@ -61,6 +61,9 @@ pub enum ImageError {
 
     #[error("{0}")]
     Task(#[from] arena_task::TaskError),
+
+    #[error("{0}")]
+    Digest(#[from] arena_digest::DigestError),
 }
 
 impl ImageError {

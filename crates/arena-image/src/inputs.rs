@@ -80,7 +80,7 @@ impl HashCache {
                 return Ok(s.sha256.clone());
             }
         }
-        let (d, _) = Digest::of_file(path)?;
+        let (d, _) = Digest::of_file(path).map_err(|e| ImageError::io(path, e))?;
         let hex = d.hex().to_string();
         self.map.lock().unwrap().insert(key, stamp(hex.clone()));
         *self.dirty.lock().unwrap() = true;

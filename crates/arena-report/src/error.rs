@@ -1,15 +1,5 @@
-use std::path::PathBuf;
-
 #[derive(Debug, thiserror::Error)]
 pub enum ReportError {
-    #[error("{}: {source}", path.display())]
-    Io {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-    #[error("{}: {message}", path.display())]
-    Json { path: PathBuf, message: String },
     /// The same (task, repeat) appears twice: scoring it twice would bias every aggregate.
     #[error("task `{task_id}` run {repeat} appears more than once in the results")]
     Duplicate { task_id: String, repeat: u32 },

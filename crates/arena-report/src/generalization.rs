@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use crate::aggregate::ALL;
-use crate::record::TaskResult;
 use crate::score::{score_task, speedup};
+use arena_run::result::TaskResult;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -64,7 +64,7 @@ pub fn task_generalization(r: &TaskResult) -> Option<TaskGeneralization> {
         .then(|| speedup(&u.original.performance, &u.optimized.performance).ok())
         .flatten();
     Some(TaskGeneralization {
-        task_id: r.task_id.clone(),
+        task_id: r.task_id.to_string(),
         task_type: r.task_type.clone(),
         repeat: r.repeat,
         set_digest: u.set_digest.clone(),
@@ -154,7 +154,8 @@ pub fn summarize_by_type(results: &[TaskResult]) -> Vec<GeneralizationSummary> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::{Evaluation, GateReport, GateStatus, PerfCase, UnseenResult};
+    use arena_eval::record::{Evaluation, GateReport, GateStatus, PerfCase};
+    use arena_run::result::UnseenResult;
 
     fn eval(correct: bool, ms: &[(&str, f64)]) -> Evaluation {
         Evaluation {
@@ -172,26 +173,25 @@ mod tests {
     }
 
     fn result(id: &str, seen_ms: f64, orig_ok: bool, opt_ok: bool, unseen_ms: f64) -> TaskResult {
-        TaskResult {
-            schema: crate::record::TASK_RESULT_SCHEMA.into(),
-            task_id: id.into(),
-            task_type: "t".into(),
-            repeat: 0,
-            baseline: eval(true, &[("p1", 4.0)]),
-            candidate: eval(true, &[("p1", seen_ms)]),
-            unseen: Some(UnseenResult {
-                set_digest: "sha256:ab".into(),
-                original: eval(orig_ok, &[("u1", 6.0)]),
-                optimized: eval(opt_ok, &[("u1", unseen_ms)]),
-                failures_by_category: if opt_ok {
-                    BTreeMap::new()
-                } else {
-                    [("alignment_stress".to_string(), 2)].into()
-                },
-                original_failures_by_category: BTreeMap::new(),
-            }),
-            extra: BTreeMap::new(),
-        }
+        let mut r = TaskResult::new(
+            arena_task::TaskId::new(id).unwrap(),
+            "t",
+            0,
+            eval(true, &[("p1", 4.0)]),
+            eval(true, &[("p1", seen_ms)]),
+        );
+        r.unseen = Some(UnseenResult {
+            set_digest: "sha256:ab".into(),
+            original: eval(orig_ok, &[("u1", 6.0)]),
+            optimized: eval(opt_ok, &[("u1", unseen_ms)]),
+            failures_by_category: if opt_ok {
+                BTreeMap::new()
+            } else {
+                [("alignment_stress".to_string(), 2)].into()
+            },
+            original_failures_by_category: BTreeMap::new(),
+        });
+        r
     }
 
     #[test]

@@ -1,24 +1,22 @@
 //! arena-report: scores and aggregates of benchmark results, as the AgentKernelArena paper
 //! defines them, and their tables.
 //!
-//! Input is the task result record ([`record::TaskResult`]); [`Report::build`] scores every
+//! Input is the task result record ([`arena_run::result::TaskResult`]); [`Report::build`] scores every
 //! task, aggregates per task type and summarizes generalization to unseen configurations.
 
 pub mod aggregate;
 pub mod error;
 pub mod generalization;
-pub mod record;
 pub mod score;
 pub mod table;
 
 use serde::Serialize;
 
 pub use aggregate::{aggregate_by_type, Aggregate, ALL};
+pub use arena_eval::record::{Evaluation, GateReport, GateStatus, PerfCase};
+pub use arena_run::result::{load_results, ResultSet, TaskResult, Trust, UnseenResult};
 pub use error::ReportError;
 pub use generalization::{summarize_by_type, GeneralizationSummary, Quadrant, TaskGeneralization};
-pub use record::{
-    load_results, Evaluation, GateReport, GateStatus, PerfCase, ResultSet, TaskResult, UnseenResult,
-};
 pub use score::{score, score_task, speedup, PerfFailure, TaskScore};
 
 /// Everything `arenactl score` prints: per-task scores, the aggregate table and, where the

@@ -6,7 +6,8 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::record::{is_measured, PerfCase, TaskResult};
+use arena_eval::record::{is_measured, PerfCase};
+use arena_run::result::TaskResult;
 
 /// Why no speedup could be measured (the performance gate failed).
 #[derive(Debug, Clone, PartialEq, Serialize, thiserror::Error)]
@@ -101,7 +102,7 @@ pub fn score_task(r: &TaskResult) -> TaskScore {
         (0.0, None)
     };
     TaskScore {
-        task_id: r.task_id.clone(),
+        task_id: r.task_id.to_string(),
         task_type: r.task_type.clone(),
         repeat: r.repeat,
         compiled,

@@ -1,62 +1,75 @@
 use std::path::PathBuf;
 
+use arena_run::RunError;
+
 #[derive(Debug, thiserror::Error)]
 pub enum RunnerError {
-    #[error("{path}: {source}")]
-    Io {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-    /// A file the runner was given is wrong; `field` names what.
-    #[error("{file}: {field}: {message}")]
-    Invalid {
-        file: String,
-        field: String,
-        message: String,
-    },
-    /// A locked digest differs from what was found.
-    #[error("{task}: {what} differs from the lockfile: expected {expected}, found {found}")]
-    Drift {
-        task: String,
-        what: String,
-        expected: String,
-        found: String,
-    },
+    /// Reading, checking or recording the run (files, digests, requests).
+    #[error(transparent)]
+    Run(#[from] RunError),
+    /// The container engine failed a task run: an infrastructure error, not a result.
     #[error("{task}: {source}")]
     Runtime {
         task: String,
         #[source]
         source: arena_runtime::RuntimeError,
     },
-    #[error(transparent)]
-    Image(#[from] arena_image::ImageError),
-    #[error(transparent)]
-    Task(#[from] arena_task::TaskError),
-    #[error(transparent)]
-    TaskConfig(#[from] arena_task::TaskErrors),
-    #[error(transparent)]
-    Eval(#[from] arena_eval::EvalError),
+    /// The untouched task fails its own gates on this machine: there is nothing to score an
+    /// agent against, so the task run ends without a result (and without running the agent).
+    #[error(
+        "{task}: the untouched task fails its own gates here ({reason}): nothing to score against"
+    )]
+    BaselineFailed { task: String, reason: String },
     #[error("run cancelled")]
     Cancelled,
+    /// The caller may not do this (another identity's run).
+    #[error("{0}")]
+    PermissionDenied(String),
     #[error("{0}")]
     Other(String),
 }
 
 impl RunnerError {
     pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> RunnerError {
-        RunnerError::Io {
-            path: path.into(),
-            source,
-        }
+        RunError::io(path, source).into()
     }
 
     pub fn invalid(file: impl std::fmt::Display, field: &str, message: impl Into<String>) -> Self {
-        RunnerError::Invalid {
-            file: file.to_string(),
-            field: field.to_string(),
-            message: message.into(),
+        RunError::invalid(file, field, message).into()
+    }
+
+    pub fn drift(task: &str, what: String, expected: String, found: String) -> Self {
+        RunError::Drift {
+            task: task.to_string(),
+            what,
+            expected,
+            found,
         }
+        .into()
+    }
+}
+
+impl From<arena_image::ImageError> for RunnerError {
+    fn from(e: arena_image::ImageError) -> Self {
+        RunError::from(e).into()
+    }
+}
+
+impl From<arena_task::TaskError> for RunnerError {
+    fn from(e: arena_task::TaskError) -> Self {
+        RunError::from(e).into()
+    }
+}
+
+impl From<arena_task::TaskErrors> for RunnerError {
+    fn from(e: arena_task::TaskErrors) -> Self {
+        RunError::from(e).into()
+    }
+}
+
+impl From<arena_eval::EvalError> for RunnerError {
+    fn from(e: arena_eval::EvalError) -> Self {
+        RunError::from(e).into()
     }
 }
 

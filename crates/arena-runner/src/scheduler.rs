@@ -62,6 +62,20 @@ impl GpuPool {
     }
 }
 
+/// A GPU taken out of the pool, returned when dropped.
+struct Lease {
+    pool: Arc<GpuPool>,
+    gpu: Option<Gpu>,
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        if let Some(g) = self.gpu.take() {
+            self.pool.release(g);
+        }
+    }
+}
+
 /// Runs `exec(item, gpu)` for every item, each on a GPU of its own, as many at once as there
 /// are GPUs. Stops handing out work when `cancel` turns true; returns when every started item
 /// has ended.
@@ -94,10 +108,14 @@ pub async fn schedule<I, F, Fut>(
             break;
         }
         let fut = exec(item, gpu.clone());
-        let pool = pool.clone();
+        let lease = Lease {
+            pool: pool.clone(),
+            gpu: Some(gpu),
+        };
         running.spawn(async move {
+            // Dropped however the task run ends, a panic included: the GPU goes back.
+            let _lease = lease;
             fut.await;
-            pool.release(gpu);
         });
     }
     while running.join_next().await.is_some() {}
@@ -154,6 +172,33 @@ mod tests {
                 assert!(w[0].2 <= w[1].1, "GPU {g} held two task runs at once");
             }
         }
+    }
+
+    /// A task run that panics gives its GPU back: the next one still runs.
+    #[tokio::test]
+    async fn a_panicking_task_run_returns_its_gpu() {
+        let pool = GpuPool::new(crate::gpus::parse_gpus("fake:1").unwrap());
+        let (_tx, rx) = watch::channel(false);
+        let ran = Arc::new(std::sync::atomic::AtomicU32::new(0));
+        let r2 = ran.clone();
+        schedule(
+            vec![0u32, 1, 2],
+            pool.clone(),
+            rx,
+            |i| i.to_string(),
+            move |i, _| {
+                let r = r2.clone();
+                async move {
+                    r.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    if i == 0 {
+                        panic!("task run 0 falls over");
+                    }
+                }
+            },
+        )
+        .await;
+        assert_eq!(ran.load(std::sync::atomic::Ordering::SeqCst), 3);
+        assert_eq!(pool.busy_with(0), None);
     }
 
     #[tokio::test]

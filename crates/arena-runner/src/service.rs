@@ -12,9 +12,11 @@ use arena_proto::v1::{
 use tokio_stream::Stream;
 use tonic::{Request, Response, Status};
 
-use crate::engine::{Engine, RunHandle, RunRequest};
+use arena_run::events::is_terminal;
+use arena_run::{RunError, RunRequest};
+
+use crate::engine::{Engine, RunHandle};
 use crate::error::RunnerError;
-use crate::events::is_terminal;
 
 pub struct RunnerService {
     pub engine: Arc<Engine>,
@@ -37,12 +39,15 @@ impl RunnerService {
 }
 
 fn status_of(e: RunnerError) -> Status {
-    match e {
-        RunnerError::Drift { .. } => Status::failed_precondition(e.to_string()),
-        RunnerError::Invalid { .. }
-        | RunnerError::TaskConfig(_)
-        | RunnerError::Task(_)
-        | RunnerError::Image(_) => Status::invalid_argument(e.to_string()),
+    match &e {
+        RunnerError::Run(RunError::Drift { .. }) => Status::failed_precondition(e.to_string()),
+        RunnerError::Run(
+            RunError::Invalid { .. }
+            | RunError::TaskConfig(_)
+            | RunError::Task(_)
+            | RunError::Image(_),
+        ) => Status::invalid_argument(e.to_string()),
+        RunnerError::PermissionDenied(_) => Status::permission_denied(e.to_string()),
         _ => Status::internal(e.to_string()),
     }
 }
@@ -86,14 +91,17 @@ impl Runner for RunnerService {
         let opt = |s: String| (!s.is_empty()).then(|| PathBuf::from(s));
         let (h, done) = self
             .engine
-            .submit(RunRequest {
-                image_lock: PathBuf::from(r.image_lock),
-                tasks: r.tasks,
-                agent: r.agent,
-                runs: r.runs.max(1),
-                run_dir: PathBuf::from(r.run_dir),
-                hidden_set: opt(r.hidden_set),
-            })
+            .submit(
+                RunRequest {
+                    image_lock: PathBuf::from(r.image_lock),
+                    tasks: r.tasks,
+                    agent: r.agent,
+                    runs: r.runs.max(1),
+                    run_dir: PathBuf::from(r.run_dir),
+                    hidden_set: opt(r.hidden_set),
+                },
+                None,
+            )
             .await
             .map_err(status_of)?;
         Ok(submitted(&h, done))
@@ -109,7 +117,11 @@ impl Runner for RunnerService {
         }
         let (h, done) = self
             .engine
-            .submit_unseen(&PathBuf::from(r.run_dir), &PathBuf::from(r.hidden_set))
+            .submit_unseen(
+                &PathBuf::from(r.run_dir),
+                &PathBuf::from(r.hidden_set),
+                None,
+            )
             .await
             .map_err(status_of)?;
         Ok(submitted(&h, done))

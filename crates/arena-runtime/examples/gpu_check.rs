@@ -9,8 +9,10 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use arena_image::{ImageRecord, Store};
+use std::sync::Arc;
+
 use arena_runtime::{
-    ensure_image, run_container, BindMount, ContainerConfig, Containerd, GpuProfile, Limits,
+    run_container, BindMount, ContainerConfig, ContainerRuntime, Containerd, GpuProfile, Limits,
     RunRequest,
 };
 
@@ -37,7 +39,8 @@ async fn main() {
         .await
         .unwrap();
     let t = std::time::Instant::now();
-    let image = ensure_image(&c, &store, &rec).await.unwrap();
+    let image = c.ensure_image(&store, &rec).await.unwrap();
+    let rt: Arc<dyn ContainerRuntime> = Arc::new(c.clone());
     println!("import: {:.2} s", t.elapsed().as_secs_f64());
     let driver = ["/usr/local/nvidia"]
         .iter()
@@ -90,7 +93,7 @@ async fn main() {
             vec!["/bin/true".to_string()]
         };
         let r = run_container(
-            &c,
+            &rt,
             RunRequest {
                 id: format!("gpu-check-{i}"),
                 image: image.clone(),
@@ -119,6 +122,6 @@ async fn main() {
             r.exit_code, r.timed_out, r.durations
         );
     }
-    let left = arena_runtime::gc::leftovers(&c).await.unwrap();
+    let left = c.leftovers().await.unwrap();
     println!("leftovers after: {left:?}");
 }

@@ -28,12 +28,13 @@ async fn main() {
     let image: ImageRef = arena_runtime::verify_image(&c, rec)
         .await
         .expect("image loaded");
+    let rt: std::sync::Arc<dyn arena_runtime::ContainerRuntime> = std::sync::Arc::new(c);
     let logs = tempfile::tempdir().unwrap();
     let (mut create, mut start, mut run, mut teardown) = (0.0, 0.0, 0.0, 0.0);
     let t0 = Instant::now();
     for i in 0..n {
         let out = run_container(
-            &c,
+            &rt,
             RunRequest {
                 id: format!("bench-{i}"),
                 image: image.clone(),

@@ -14,12 +14,18 @@ use serde::{Deserialize, Serialize};
 use crate::error::{Result, RuntimeError};
 use crate::gpu::{BindMount, DeviceGrant};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Network {
     /// An own network namespace: no route anywhere (the evaluator's mode).
     None,
-    /// The host's network (an agent that must reach its model API).
+    /// An own network namespace with outbound connections through a user-space NAT
+    /// (slirp4netns, host loopback disabled), set up by the runtime when the container is
+    /// created; the host's own addresses are refused inside the namespace. `allow`, if not
+    /// empty, are the only destinations (names resolved when the container is created,
+    /// addresses, CIDR blocks).
+    Egress { allow: Vec<String> },
+    /// The host's network namespace.
     Host,
 }
 

@@ -11,11 +11,18 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 use arena_image::{build, BuildContext, ImageRecord, ImageSpec, LoadedRecipe, NoProgress, Store};
-use arena_runtime::gc::{gc, leftovers};
+use std::sync::Arc;
+
+use arena_runtime::cleanup::gc;
 use arena_runtime::{
-    ensure_image, run_container, BindMount, ContainerConfig, Containerd, GpuProfile, ImageRef,
+    run_container, BindMount, ContainerConfig, ContainerRuntime, Containerd, GpuProfile, ImageRef,
     Limits, Network, RunOutcome, RunRequest, RuntimeError,
 };
+
+/// The engine behind the boundary, as the lifecycle takes it.
+fn rt(c: &Containerd) -> Arc<dyn ContainerRuntime> {
+    Arc::new(c.clone())
+}
 
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -119,7 +126,7 @@ async fn run(
     logs: &Path,
 ) -> RunOutcome {
     run_container(
-        c,
+        &rt(c),
         RunRequest {
             id: id.into(),
             image: image.clone(),
@@ -143,12 +150,12 @@ async fn setup() -> (Daemon, Containerd, ImageRef, tempfile::TempDir) {
     let (store, rec) = testbase();
     let d = Daemon::start();
     let c = d.client().await;
-    let image = ensure_image(&c, store, rec).await.unwrap();
+    let image = c.ensure_image(store, rec).await.unwrap();
     (d, c, image, tempfile::tempdir().unwrap())
 }
 
 async fn assert_clean(c: &Containerd) {
-    let left = leftovers(c).await.unwrap();
+    let left = c.leftovers().await.unwrap();
     assert!(left.is_empty(), "left behind: {left:?}");
 }
 
@@ -358,7 +365,7 @@ async fn output_is_capped_and_the_exit_code_kept() {
         "yes | head -c 100000; echo oops >&2; exit 3",
     ]);
     let out = run_container(
-        &c,
+        &rt(&c),
         RunRequest {
             id: "chatty".into(),
             image: image.clone(),
@@ -389,7 +396,7 @@ async fn cancel_kills_the_container_and_cleans_up() {
     let logs = t.path().to_path_buf();
     let h = tokio::spawn(async move {
         run_container(
-            &c2,
+            &rt(&c2),
             RunRequest {
                 id: "cancelled".into(),
                 image: img,
@@ -419,10 +426,10 @@ async fn another_digest_under_the_locked_name_is_refused() {
     let (store, rec) = testbase();
     let d = Daemon::start();
     let c = d.client().await;
-    ensure_image(&c, store, rec).await.unwrap();
+    c.ensure_image(store, rec).await.unwrap();
     let mut other = rec.clone();
     other.manifest = arena_image::Digest::of_bytes(b"another manifest");
-    let e = ensure_image(&c, store, &other).await.unwrap_err();
+    let e = c.ensure_image(store, &other).await.unwrap_err();
     assert!(matches!(e, RuntimeError::ImageMismatch { .. }));
     let msg = e.to_string();
     assert!(
@@ -434,7 +441,7 @@ async fn another_digest_under_the_locked_name_is_refused() {
         "{msg}"
     );
     // Importing the same image again is a no-op that verifies.
-    let again = ensure_image(&c, store, rec).await.unwrap();
+    let again = c.ensure_image(store, rec).await.unwrap();
     assert_eq!(again.manifest, rec.manifest);
 }
 
@@ -449,9 +456,14 @@ async fn gc_removes_what_a_crashed_process_left() {
     let (_d, c, image, _t) = setup().await;
     // What a runner killed between "snapshot prepared, container created" and its teardown
     // leaves: a lease, a snapshot and a container, all labelled as arena's.
-    let lease = arena_runtime::lease::create(&c, "arena-run-crashed", Duration::from_secs(3600))
-        .await
-        .unwrap();
+    let lease = arena_runtime::containerd::lease::create(
+        &c,
+        "arena-run-crashed",
+        Duration::from_secs(3600),
+        &HashMap::new(),
+    )
+    .await
+    .unwrap();
     let labels: HashMap<String, String> =
         [("dev.arena.managed".to_string(), "true".to_string())].into();
     let mut req = tonic::Request::new(PrepareSnapshotRequest {
@@ -478,7 +490,7 @@ async fn gc_removes_what_a_crashed_process_left() {
                 options: None,
             }),
             spec: Some(prost_types::Any {
-                type_url: arena_runtime::run::SPEC_TYPE_URL.into(),
+                type_url: arena_runtime::containerd::SPEC_TYPE_URL.into(),
                 value: b"{}".to_vec(),
             }),
             snapshotter: "overlayfs".into(),
@@ -492,12 +504,16 @@ async fn gc_removes_what_a_crashed_process_left() {
         .create(req)
         .await
         .unwrap();
-    let left = leftovers(&c).await.unwrap();
+    let left = c.leftovers().await.unwrap();
     assert_eq!(left.containers, ["crashed"]);
     assert_eq!(left.snapshots, ["crashed"]);
     assert_eq!(left.leases, ["arena-run-crashed"]);
-    let removed = gc(&c).await.unwrap();
-    assert_eq!(removed, left);
+    // Nothing names an owner: the default policy (not --all) removes it all.
+    let removed = gc(&c, false).await.unwrap();
+    assert_eq!(
+        (removed.containers, removed.snapshots, removed.leases),
+        (left.containers, left.snapshots, left.leases)
+    );
     assert_clean(&c).await;
 }
 
@@ -509,9 +525,9 @@ async fn concurrent_imports_of_one_image_both_succeed() {
     let d = Daemon::start();
     let c = d.client().await;
     let (a, b, e) = tokio::join!(
-        ensure_image(&c, store, rec),
-        ensure_image(&c, store, rec),
-        ensure_image(&c, store, rec)
+        c.ensure_image(store, rec),
+        c.ensure_image(store, rec),
+        c.ensure_image(store, rec)
     );
     let (a, b, e) = (a.unwrap(), b.unwrap(), e.unwrap());
     assert_eq!(a.manifest, b.manifest);
@@ -530,17 +546,26 @@ async fn import_leases_of_dead_processes_are_removed_and_live_ones_kept() {
     let orphan = format!("arena-import-{dead}-0-0123456789ab");
     let live = format!("arena-import-{}-0-0123456789ab", std::process::id());
     for id in [&orphan, &live] {
-        arena_runtime::lease::create(&c, id, Duration::from_secs(3600))
-            .await
-            .unwrap();
+        arena_runtime::containerd::lease::create(
+            &c,
+            id,
+            Duration::from_secs(3600),
+            &HashMap::new(),
+        )
+        .await
+        .unwrap();
     }
-    let removed = arena_runtime::gc::gc_orphaned_imports(&c).await.unwrap();
+    let removed = arena_runtime::cleanup::gc_orphaned_imports(&c)
+        .await
+        .unwrap();
     assert_eq!(removed, [orphan]);
     assert_eq!(
-        leftovers(&c).await.unwrap().leases,
+        c.leftovers().await.unwrap().leases,
         std::slice::from_ref(&live)
     );
-    arena_runtime::lease::delete(&c, &live).await.unwrap();
+    arena_runtime::containerd::lease::delete(&c, &live)
+        .await
+        .unwrap();
     assert_clean(&c).await;
 }
 

@@ -10,7 +10,7 @@ pub enum SlurmError {
         source: std::io::Error,
     },
     #[error(transparent)]
-    Runner(#[from] arena_runner::RunnerError),
+    Run(#[from] arena_run::RunError),
 }
 
 impl SlurmError {

@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use arena_runner::rundir::Item;
+use arena_run::Item;
 
 /// `arena.<run id>.<task id>.r<repeat>`.
 pub fn job_name(run_id: &str, item: &Item) -> String {

@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use arena_runner::rundir::{write_json, Item};
+use arena_run::rundir::{write_json, Item};
 use serde::{Deserialize, Serialize};
 
 use crate::error::Result;

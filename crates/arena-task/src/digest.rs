@@ -6,7 +6,8 @@ use std::io::Read;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-use sha2::{Digest, Sha256};
+use arena_digest::Digest;
+use sha2::{Digest as _, Sha256};
 
 use crate::error::TaskError;
 
@@ -115,14 +116,14 @@ fn put_bytes(h: &mut Sha256, bytes: &[u8]) {
 }
 
 /// `sha256:<hex>` of the task tree in `dir`.
-pub fn task_digest(dir: &Path) -> Result<String, TaskError> {
+pub fn task_digest(dir: &Path) -> Result<Digest, TaskError> {
     digest_entries(DOMAIN, &task_tree(dir)?)
 }
 
 /// `sha256:<hex>` of the task tree without the files the agent may edit (`source_file_path`):
 /// the harness, configuration and everything else the evaluator trusts. A task result names
 /// it, so two results can be compared only if they were judged by the same harness.
-pub fn harness_digest(dir: &Path, editable: &[String]) -> Result<String, TaskError> {
+pub fn harness_digest(dir: &Path, editable: &[String]) -> Result<Digest, TaskError> {
     let mut tree = task_tree(dir)?;
     tree.retain(|e| !editable.iter().any(|s| s.trim_start_matches("./") == e.rel));
     digest_entries(HARNESS_DOMAIN, &tree)
@@ -130,7 +131,7 @@ pub fn harness_digest(dir: &Path, editable: &[String]) -> Result<String, TaskErr
 
 const HARNESS_DOMAIN: &[u8] = b"arena.harness-digest.v1\n";
 
-fn digest_entries(domain: &[u8], tree: &[TreeEntry]) -> Result<String, TaskError> {
+fn digest_entries(domain: &[u8], tree: &[TreeEntry]) -> Result<Digest, TaskError> {
     let mut h = Sha256::new();
     h.update(domain);
     let mut buf = vec![0u8; 64 * 1024];
@@ -171,7 +172,7 @@ fn digest_entries(domain: &[u8], tree: &[TreeEntry]) -> Result<String, TaskError
             }
         }
     }
-    Ok(format!("sha256:{}", hex::encode(h.finalize())))
+    Ok(Digest::from_sha256(h.finalize().into()))
 }
 
 #[cfg(test)]
@@ -240,7 +241,7 @@ mod tests {
         let a = tempfile::tempdir().unwrap();
         make_tree(a.path());
         let base = task_digest(a.path()).unwrap();
-        assert!(base.starts_with("sha256:") && base.len() == 71);
+        assert!(base.as_str().starts_with("sha256:") && base.as_str().len() == 71);
 
         fs::write(a.path().join("source/k.py"), "def k(): pasS\n").unwrap();
         let changed = task_digest(a.path()).unwrap();

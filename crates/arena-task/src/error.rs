@@ -5,6 +5,9 @@ use std::path::PathBuf;
 
 #[derive(Debug, thiserror::Error)]
 pub enum TaskError {
+    #[error(transparent)]
+    BadId(#[from] crate::id::BadTaskId),
+
     #[error("{}: {source}", path.display())]
     Io {
         path: PathBuf,

@@ -211,7 +211,7 @@ pub fn task_unseen(task: &Task, opts: GenOptions) -> Result<TaskUnseen, String> 
         .map_err(|e| format!("{}: {e}", task.dir.join(&found.file).display()))?;
     Ok(TaskUnseen {
         schema: TASK_SCHEMA.into(),
-        task_id: task.id.clone(),
+        task_id: task.id.to_string(),
         harness: found.file,
         declaration: found.declaration.to_string(),
         also: found.also,
@@ -264,13 +264,13 @@ pub fn write_set(tasks: &[Task], opts: GenOptions, out: &Path) -> Result<Manifes
                 let p = tmp.path().join(&name);
                 std::fs::write(&p, &bytes).map_err(|e| io(&p, e))?;
                 files.push(SetFile {
-                    task_id: t.id.clone(),
+                    task_id: t.id.to_string(),
                     file: name,
                     sha256: sha256_hex(&bytes),
                 });
             }
             Err(reason) => skipped.push(Skipped {
-                task_id: t.id.clone(),
+                task_id: t.id.to_string(),
                 reason,
             }),
         }

@@ -6,6 +6,7 @@ use serde::Serialize;
 
 use crate::config::TaskConfig;
 use crate::error::{TaskError, TaskErrors};
+use crate::id::TaskId;
 use crate::paths::{check_relative, resolve_inside};
 
 pub const CONFIG_FILE: &str = "config.yaml";
@@ -14,7 +15,7 @@ pub const CONFIG_FILE: &str = "config.yaml";
 pub struct Task {
     /// Path of the task directory relative to the tasks root, `/`-separated
     /// (`triton2triton/arena/row_softmax`).
-    pub id: String,
+    pub id: TaskId,
     pub dir: PathBuf,
     pub config: TaskConfig,
     /// Things worth a look that do not stop the task from running.
@@ -24,6 +25,7 @@ pub struct Task {
 impl Task {
     /// Reads and validates the task in `dir`. All problems are reported together.
     pub fn load(dir: &Path, id: &str) -> Result<Task, TaskErrors> {
+        let id = TaskId::new(id).map_err(TaskError::from)?;
         let file = dir.join(CONFIG_FILE);
         let text = match std::fs::read_to_string(&file) {
             Ok(t) => t,
@@ -99,7 +101,7 @@ impl Task {
             ));
         }
         Ok(Task {
-            id: id.to_string(),
+            id,
             dir: dir.to_path_buf(),
             config,
             warnings,

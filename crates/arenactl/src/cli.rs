@@ -51,6 +51,10 @@ pub enum Command {
     Gc {
         #[command(flatten)]
         containerd: ContainerdArgs,
+        /// Remove everything arena holds in the namespace, also what live runs use (default:
+        /// only what crashed processes left, or what outlived its deadline).
+        #[arg(long)]
+        all: bool,
         #[command(flatten)]
         out: JsonFlag,
     },
@@ -274,6 +278,14 @@ pub struct RunnerArgs {
     pub containerd: ContainerdArgs,
     #[command(flatten)]
     pub store: StoreArgs,
+    /// A host directory agent files may mount from (repeatable). Agents mount nothing
+    /// else; the host's system directories never. `arenactl run` without --runner adds the
+    /// directory it was started in.
+    #[arg(long = "agent-mount-root", value_name = "DIR")]
+    pub agent_mount_roots: Vec<PathBuf>,
+    /// Let agents with `network = "host"` run (they reach everything the host does).
+    #[arg(long)]
+    pub allow_host_network: bool,
 }
 
 #[derive(Debug, Args)]

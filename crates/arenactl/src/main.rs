@@ -31,7 +31,11 @@ fn main() -> ExitCode {
         Command::Run(r) => cmd::run::run(r),
         Command::Runner(r) => cmd::runner::run(r),
         Command::Cancel { run_dir, out } => cmd::slurm::cancel(&run_dir, out.json),
-        Command::Gc { containerd, out } => cmd::containerd::gc(&containerd, out.json),
+        Command::Gc {
+            containerd,
+            all,
+            out,
+        } => cmd::containerd::gc(&containerd, all, out.json),
     };
     match result {
         Ok(Outcome::Ok) => ExitCode::SUCCESS,

@@ -90,6 +90,9 @@ impl Daemon {
             store().to_str().unwrap(),
             "--out",
             out.to_str().unwrap(),
+            // Test agents mount what a test wrote in its own directory.
+            "--agent-mount-root",
+            self.dir.path().to_str().unwrap(),
         ]
         .iter()
         .map(|s| s.to_string())
@@ -134,6 +137,11 @@ fn empty(leftovers: &Value) -> bool {
         .all(|k| leftovers[k].as_array().is_some_and(|a| a.is_empty()))
 }
 
+/// A result's score, as arena-report computes it from the record.
+fn score(r: &Value) -> arena_report::TaskScore {
+    arena_report::score_task(&arena_run::result::parse_result(r.clone()).unwrap())
+}
+
 fn results(out: &Path) -> Vec<Value> {
     let v: Value =
         serde_json::from_slice(&std::fs::read(out.join("results.json")).unwrap()).unwrap();
@@ -158,9 +166,16 @@ fn three_scripted_agents_and_drift_refusal() {
     }
     for r in results(&tmp.join("optimize")) {
         // Every digest the result depends on is recorded.
-        for k in ["image_manifest", "task", "harness", "agent", "lockfile"] {
+        for k in [
+            "image",
+            "agent_image",
+            "task",
+            "harness",
+            "agent",
+            "lockfile",
+        ] {
             assert!(
-                r["digests"][k].as_str().unwrap().starts_with("sha256:"),
+                r["provenance"][k].as_str().unwrap().starts_with("sha256:"),
                 "{k}: {r}"
             );
         }
@@ -211,7 +226,7 @@ fn three_scripted_agents_and_drift_refusal() {
             );
         }
         // The real harness measured the same kernel: no speedup to speak of.
-        let s = r["speedup"].as_f64().unwrap();
+        let s = score(&r).speedup;
         assert!(
             (0.5..2.0).contains(&s),
             "speedup {s} from an untouched kernel: {r}"
@@ -723,9 +738,21 @@ fn slurm_backend_runs_one_job_per_task_run_and_survives_scancel() {
         for phase in ["baseline", "candidate"] {
             assert_eq!(gates(&l[phase]), gates(&j[phase]), "{phase}: {l} vs {j}");
         }
-        assert!(j["speedup"].as_f64().unwrap() > 1.0, "{j}");
-        assert!(j["score"].as_f64().unwrap() > 220.0, "{j}");
-        assert_eq!(j["digests"], l["digests"], "the same locked inputs");
+        assert!(score(j).speedup > 1.0, "{j}");
+        assert!(score(j).score > 220.0, "{j}");
+        for k in [
+            "task",
+            "harness",
+            "image",
+            "agent_image",
+            "agent",
+            "lockfile",
+        ] {
+            assert_eq!(
+                j["provenance"][k], l["provenance"][k],
+                "the same locked inputs"
+            );
+        }
     }
     // Both jobs ran at once, each on the GPU Slurm gave it.
     let gpus: BTreeSet<u64> = jobs
@@ -782,7 +809,7 @@ fn slurm_backend_runs_one_job_per_task_run_and_survives_scancel() {
     let o = c.output().unwrap();
     assert!(o.status.success(), "{}", show(&o));
     for r in results(&tmp.join("bundled")) {
-        assert_eq!(r["score"], 20.0, "{r}");
+        assert_eq!(score(&r).score, 20.0, "{r}");
     }
     assert!(node_store.join("blobs/sha256").read_dir().unwrap().count() > 3);
 

@@ -307,7 +307,7 @@ fn score_refuses_bad_files() {
     no_panic(&o);
     assert_eq!(o.status.code(), Some(1));
     assert!(
-        stderr(&o).starts_with("error: bad.json: tasks: invalid type"),
+        stderr(&o).starts_with("error: bad.json: tasks[0]: invalid type"),
         "{}",
         stderr(&o)
     );

@@ -3,7 +3,7 @@
 use std::path::Path;
 
 use arena_image::{Lockfile, Store};
-use arena_runtime::Containerd;
+use arena_runtime::{ContainerRuntime, Containerd};
 
 use super::{print_json, runtime, Outcome};
 use crate::cli::ContainerdArgs;
@@ -24,7 +24,8 @@ pub fn load(
         let mut loaded = Vec::new();
         for rec in &lock.images {
             let who = rec.task.clone().unwrap_or_else(|| rec.name.clone());
-            let image = arena_runtime::ensure_image(&c, store, rec)
+            let image = c
+                .ensure_image(store, rec)
                 .await
                 .map_err(|e| anyhow::anyhow!("{who}: {e}"))?;
             if !json {
@@ -40,10 +41,12 @@ pub fn load(
     Ok(Outcome::Ok)
 }
 
-pub fn gc(args: &ContainerdArgs, json: bool) -> anyhow::Result<Outcome> {
+/// `arenactl gc [--all]`: what crashed processes left (owner gone, or past its deadline);
+/// with `--all`, everything arena holds in the namespace, live runs included.
+pub fn gc(args: &ContainerdArgs, all: bool, json: bool) -> anyhow::Result<Outcome> {
     let removed = runtime()?.block_on(async {
         let c = connect(args).await?;
-        anyhow::Ok(arena_runtime::gc::gc(&c).await?)
+        anyhow::Ok(arena_runtime::cleanup::gc(&c, all).await?)
     })?;
     if json {
         print_json(&removed)?;

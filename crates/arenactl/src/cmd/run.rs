@@ -56,7 +56,10 @@ async fn connect(
     let (addr, server) = match runner {
         Some(a) => (a.clone(), None),
         None => {
-            let engine = local_engine(local).await?;
+            // The directory `arenactl run` is started in holds the agent files it is given
+            // (ci/agents mounts ci/solutions): agents may mount from below it.
+            let cwd = std::env::current_dir()?;
+            let engine = local_engine(local, std::slice::from_ref(&cwd)).await?;
             let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
             let addr = listener.local_addr()?;
             let svc = arena_runner::RunnerService::new(engine).into_server();
@@ -306,9 +309,12 @@ pub(super) fn describe(ev: &RunEvent) -> Option<String> {
             detail(&ev.message)
         ),
         EventKind::TaskResult => {
-            let v: serde_json::Value = serde_json::from_str(&ev.result_json).unwrap_or_default();
-            let speedup = v.get("speedup").and_then(|x| x.as_f64()).unwrap_or(0.0);
-            let score = v.get("score").and_then(|x| x.as_f64()).unwrap_or(0.0);
+            // Scores are computed from the record, never stored in it.
+            let scored = serde_json::from_str::<serde_json::Value>(&ev.result_json)
+                .ok()
+                .and_then(|v| arena_run::result::parse_result(v).ok())
+                .map(|r| arena_report::score_task(&r));
+            let (speedup, score) = scored.map_or((0.0, 0.0), |s| (s.speedup, s.score));
             let earlier = if ev.message.is_empty() {
                 String::new()
             } else {

@@ -5,16 +5,20 @@ use std::sync::Arc;
 
 use arena_proto::v1::runner_client::RunnerClient;
 use arena_proto::v1::ListGpusRequest;
-use arena_runner::events::Events;
-use arena_runner::rundir::Item;
-use arena_runner::{Engine, ExecRequest, RunnerError, RunnerService};
+use arena_run::events::Events;
+use arena_run::Item;
+use arena_runner::{Engine, ExecRequest, Policy, RunnerError, RunnerService};
 
 use super::containerd::connect;
 use super::{print_json, runtime, Outcome};
 use crate::cli::{RunnerArgs, RunnerCommand};
 
-/// An engine on the local containerd with the GPUs of `args`.
-pub async fn local_engine(args: &RunnerArgs) -> anyhow::Result<Arc<Engine>> {
+/// An engine on the local containerd with the GPUs of `args`; `extra_roots` are agent mount
+/// roots besides the configured ones.
+pub async fn local_engine(
+    args: &RunnerArgs,
+    extra_roots: &[std::path::PathBuf],
+) -> anyhow::Result<Arc<Engine>> {
     let gpus = arena_runner::parse_gpus(&args.gpus)?;
     let visible = [
         "CUDA_VISIBLE_DEVICES",
@@ -30,18 +34,22 @@ pub async fn local_engine(args: &RunnerArgs) -> anyhow::Result<Arc<Engine>> {
     };
     let c = connect(&args.containerd).await?;
     let store = args.store.store()?;
+    let mut roots = args.agent_mount_roots.clone();
+    roots.extend(extra_roots.iter().cloned());
+    let policy = Policy::new(args.allow_host_network, &roots, Vec::new())?;
     Ok(Arc::new(Engine::new(
-        c,
+        Arc::new(c),
         store,
         gpus,
         vec![args.agents_dir.clone()],
+        policy,
     )))
 }
 
 pub fn run(cmd: RunnerCommand) -> anyhow::Result<Outcome> {
     match cmd {
         RunnerCommand::Serve { listen, runner } => runtime()?.block_on(async {
-            let engine = local_engine(&runner).await?;
+            let engine = local_engine(&runner, &[]).await?;
             let gpus: Vec<String> = engine
                 .pool
                 .gpus()
@@ -66,7 +74,7 @@ pub fn run(cmd: RunnerCommand) -> anyhow::Result<Outcome> {
             bundle,
             runner,
         } => runtime()?.block_on(async move {
-            let engine = local_engine(&runner).await?;
+            let engine = local_engine(&runner, &[]).await?;
             let gpu = engine.pool.gpus().first().cloned();
             if let Some(g) = &gpu {
                 eprintln!(

@@ -149,7 +149,7 @@ fn show(id: &str, root: &Path, json: bool) -> anyhow::Result<Outcome> {
     if json {
         print_json(&ShowOutput {
             task: &task,
-            digest,
+            digest: digest.to_string(),
         })?;
         return Ok(Outcome::Ok);
     }
@@ -288,7 +288,7 @@ fn digest(dirs: &[PathBuf], json: bool) -> anyhow::Result<Outcome> {
             entries.push(DigestEntry {
                 id: t.id,
                 dir: t.dir,
-                digest,
+                digest: digest.to_string(),
             });
         }
     }

@@ -3,33 +3,17 @@
 //! neither fill the disk nor block on a full pipe.
 
 use std::io::{Read, Write};
-use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
+use crate::boundary::Captured;
 use crate::error::{Result, RuntimeError};
 
 pub fn mkfifo(path: &Path) -> Result<()> {
-    let c = std::ffi::CString::new(path.as_os_str().as_bytes())
-        .map_err(|_| RuntimeError::invalid(path.display().to_string(), "path has a NUL byte"))?;
-    // SAFETY: a valid NUL-terminated path; mkfifo has no other preconditions.
-    let rc = unsafe { libc::mkfifo(c.as_ptr(), 0o600) };
-    if rc != 0 {
-        return Err(RuntimeError::io(path, std::io::Error::last_os_error()));
-    }
-    Ok(())
-}
-
-/// What one stream produced.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Captured {
-    pub written: u64,
-    pub total: u64,
-}
-
-impl Captured {
-    pub fn truncated(&self) -> bool {
-        self.total > self.written
-    }
+    nix::unistd::mkfifo(
+        path,
+        nix::sys::stat::Mode::S_IRUSR | nix::sys::stat::Mode::S_IWUSR,
+    )
+    .map_err(|e| RuntimeError::io(path, std::io::Error::from(e)))
 }
 
 pub struct Capture {

@@ -22,30 +22,11 @@ use containerd_client::services::v1::{
 use containerd_client::types::Descriptor;
 use tokio_stream::StreamExt;
 
+use super::{lease, Containerd};
+use crate::boundary::{IMPORT_LEASE_PREFIX, MANAGED_LABEL};
 use crate::chain::chain_ids;
-use crate::client::{Containerd, MANAGED_LABEL};
 use crate::error::{call, Result, RuntimeError};
-use crate::lease;
-
-/// An image containerd holds, as a container needs it.
-#[derive(Debug, Clone)]
-pub struct ImageRef {
-    pub name: String,
-    pub manifest: Digest,
-    /// Chain id of the top layer: the parent snapshot of a container's root.
-    pub top_chain_id: Digest,
-}
-
-impl ImageRef {
-    pub fn from_record(rec: &ImageRecord) -> ImageRef {
-        let diff_ids: Vec<Digest> = rec.layers.iter().map(|l| l.diff_id.clone()).collect();
-        ImageRef {
-            name: rec.name.clone(),
-            manifest: rec.manifest.clone(),
-            top_chain_id: chain_ids(&diff_ids).pop().expect("an image has layers"),
-        }
-    }
-}
+use crate::ImageRef;
 
 const CHUNK: usize = 1 << 20;
 
@@ -142,7 +123,7 @@ async fn write_blob(
         // first: content is content-addressed, so it is ours too, under our lease.
         Err(s) if s.code() == tonic::Code::AlreadyExists => {
             let _ = reader.await;
-            return crate::lease::add_resource(c, lease, d.as_str(), "content").await;
+            return lease::add_resource(c, lease, d.as_str(), "content").await;
         }
         Err(s) => {
             return Err(RuntimeError::Containerd {
@@ -253,7 +234,7 @@ async fn unpack(c: &Containerd, rec: &ImageRecord, lease: &str) -> Result<()> {
         let applied = match call(applied, "diff.Apply", layer.digest.to_string()) {
             Ok(a) => a,
             Err(e) => {
-                let _ = crate::run::remove_snapshot(c, &key).await;
+                let _ = super::delete::remove_snapshot(c, &key).await;
                 return Err(e);
             }
         };
@@ -283,8 +264,8 @@ async fn unpack(c: &Containerd, rec: &ImageRecord, lease: &str) -> Result<()> {
             // Another import unpacked the same layer first: use its snapshot (the same chain
             // id is the same content) and drop ours.
             Err(s) if s.code() == tonic::Code::AlreadyExists => {
-                let _ = crate::run::remove_snapshot(c, &key).await;
-                crate::lease::add_resource(
+                let _ = super::delete::remove_snapshot(c, &key).await;
+                lease::add_resource(
                     c,
                     lease,
                     chain.as_str(),
@@ -323,7 +304,9 @@ pub async fn image_digest(c: &Containerd, name: &str) -> Result<Option<Digest>> 
                 .and_then(|i| i.target)
                 .map(|t| t.digest)
                 .unwrap_or_default();
-            Ok(Some(Digest::parse(&d)?))
+            Ok(Some(
+                Digest::parse(&d).map_err(arena_image::ImageError::from)?,
+            ))
         }
         Err(s) if s.code() == tonic::Code::NotFound => Ok(None),
         Err(s) => Err(RuntimeError::Containerd {
@@ -337,7 +320,7 @@ pub async fn image_digest(c: &Containerd, name: &str) -> Result<Option<Digest>> 
 /// Checks that containerd holds exactly the locked manifest under the image's name.
 pub async fn verify_image(c: &Containerd, rec: &ImageRecord) -> Result<ImageRef> {
     match image_digest(c, &rec.name).await? {
-        Some(d) if d == rec.manifest => Ok(ImageRef::from_record(rec)),
+        Some(d) if d == rec.manifest => ImageRef::from_record(rec),
         Some(d) => Err(RuntimeError::ImageMismatch {
             name: rec.name.clone(),
             expected: rec.manifest.to_string(),
@@ -353,6 +336,8 @@ pub async fn verify_image(c: &Containerd, rec: &ImageRecord) -> Result<ImageRef>
 /// Makes containerd hold the locked image: imports what is missing, and refuses an image of
 /// the same name with another manifest (naming both digests) instead of replacing it.
 pub async fn ensure_image(c: &Containerd, store: &Store, rec: &ImageRecord) -> Result<ImageRef> {
+    // An image that cannot be run is refused before anything is imported.
+    ImageRef::from_record(rec)?;
     if let Some(d) = image_digest(c, &rec.name).await? {
         if d != rec.manifest {
             return Err(RuntimeError::ImageMismatch {
@@ -366,11 +351,11 @@ pub async fn ensure_image(c: &Containerd, store: &Store, rec: &ImageRecord) -> R
     // the same image at once.
     let lease_id = format!(
         "{}{}-{}",
-        crate::gc::IMPORT_LEASE_PREFIX,
+        IMPORT_LEASE_PREFIX,
         import_tag(),
         rec.manifest.short()
     );
-    let lease = lease::create(c, &lease_id, Duration::from_secs(3600)).await?;
+    let lease = lease::create(c, &lease_id, Duration::from_secs(3600), &HashMap::new()).await?;
     let result = import_under(c, store, rec, &lease).await;
     let _ = lease::delete(c, &lease).await;
     result
@@ -387,12 +372,16 @@ async fn import_under(
     blobs.push((rec.manifest.clone(), rec.manifest_size));
     for (d, size) in &blobs {
         if !has_content(c, d).await? {
-            store.verify_blob(d, Some(*size))?;
+            // Hashing a blob reads it whole: blocking work, off the async workers.
+            let (st, d2, sz) = (store.clone(), d.clone(), *size);
+            tokio::task::spawn_blocking(move || st.verify_blob(&d2, Some(sz)))
+                .await
+                .map_err(|e| RuntimeError::invalid(d.to_string(), e.to_string()))??;
             write_blob(c, store, d, *size, lease).await?;
         }
     }
     unpack(c, rec, lease).await?;
-    let top = ImageRef::from_record(rec).top_chain_id;
+    let top = ImageRef::from_record(rec)?.top_chain_id;
     // What the garbage collector must keep while the image record exists.
     let mut manifest_labels = HashMap::new();
     manifest_labels.insert(

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use crate::error::{Result, RunnerError};
+use crate::error::{Result, RunError};
 
 /// Where an agent runs.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -34,6 +34,9 @@ struct AgentFile {
     env_passthrough: Vec<String>,
     #[serde(default = "default_network")]
     network: String,
+    /// With `egress`: the only hosts (names, addresses or CIDR blocks) the agent may reach.
+    #[serde(default)]
+    allow_hosts: Vec<String>,
     timeout_s: u64,
     #[serde(default = "default_iterations")]
     max_iterations: u32,
@@ -59,6 +62,20 @@ fn default_iterations() -> u32 {
     10
 }
 
+/// How an agent reaches the network.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AgentNetwork {
+    /// An own network namespace with only loopback (what evaluators get).
+    None,
+    /// An own network namespace with outbound connections through a user-space NAT; nothing
+    /// on the host (its loopback, its own addresses, the runner, containerd) is reachable.
+    /// `allow` non-empty: only those hosts are.
+    Egress { allow: Vec<String> },
+    /// The host's network namespace: the agent reaches everything the host does. Only a
+    /// runner started with `--allow-host-network` runs such an agent.
+    Host,
+}
+
 /// A host directory or file the agent container sees read-only (its CLI, its solutions…).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AgentMount {
@@ -77,10 +94,44 @@ pub struct Agent {
     pub command: Vec<String>,
     pub env: BTreeMap<String, String>,
     pub env_passthrough: Vec<String>,
-    pub network: arena_runtime::Network,
+    pub network: AgentNetwork,
     pub timeout_s: u64,
     pub max_iterations: u32,
     pub mounts: Vec<AgentMount>,
+}
+
+/// Container paths no agent mount may cover or sit in: what arena mounts itself, and the
+/// kernel's file systems.
+pub const RESERVED_DESTINATIONS: &[&str] =
+    &[WORKSPACE, REFERENCE, "/arena", "/proc", "/sys", "/dev"];
+
+/// Checks a mount destination inside the container: absolute, made of plain names only (no
+/// `.`, `..` or empty part, so `/x/../workspace` is refused before anything resolves it), not
+/// `/`, and neither inside nor above a reserved path.
+pub fn check_destination(p: &str) -> std::result::Result<(), String> {
+    let Some(rest) = p.strip_prefix('/') else {
+        return Err("must be an absolute path".into());
+    };
+    if rest.is_empty() {
+        return Err("must not be the container's root".into());
+    }
+    if rest
+        .split('/')
+        .any(|c| c.is_empty() || c == "." || c == ".." || c.contains('\0'))
+    {
+        return Err("must be made of plain names (no `.`, `..`, `//` or trailing `/`)".into());
+    }
+    for r in RESERVED_DESTINATIONS {
+        let inside = p == *r || p.starts_with(&format!("{r}/"));
+        let above = r.starts_with(&format!("{p}/"));
+        if inside || above {
+            return Err(format!(
+                "must stay outside {}",
+                RESERVED_DESTINATIONS.join(", ")
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Placeholders a command template may use.
@@ -118,7 +169,7 @@ impl Agent {
             command: Vec::new(),
             env: BTreeMap::new(),
             env_passthrough: Vec::new(),
-            network: arena_runtime::Network::None,
+            network: AgentNetwork::None,
             timeout_s: 0,
             max_iterations: 0,
             mounts: Vec::new(),
@@ -137,7 +188,7 @@ impl Agent {
             }
         }
         let looked: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
-        Err(RunnerError::invalid(
+        Err(RunError::invalid(
             name_or_path,
             "agent",
             format!(
@@ -148,9 +199,9 @@ impl Agent {
     }
 
     pub fn load(path: &Path) -> Result<Agent> {
-        let bytes = std::fs::read(path).map_err(|e| RunnerError::io(path, e))?;
+        let bytes = std::fs::read(path).map_err(|e| RunError::io(path, e))?;
         let text = String::from_utf8(bytes.clone())
-            .map_err(|_| RunnerError::invalid(path.display(), "(file)", "not UTF-8"))?;
+            .map_err(|_| RunError::invalid(path.display(), "(file)", "not UTF-8"))?;
         Agent::parse(
             path,
             &text,
@@ -165,14 +216,14 @@ impl Agent {
                 .span()
                 .map(|s| format!("line {}", text[..s.start].lines().count().max(1)))
                 .unwrap_or_else(|| "(toml)".into());
-            RunnerError::invalid(&file, &field, e.message())
+            RunError::invalid(&file, &field, e.message())
         })?;
         let image = match f.image.as_str() {
             "task" => AgentImage::Task,
             other => match other.strip_prefix("lock:") {
                 Some(name) if !name.is_empty() => AgentImage::Locked(name.to_string()),
                 _ => {
-                    return Err(RunnerError::invalid(
+                    return Err(RunError::invalid(
                         &file,
                         "image",
                         format!("`{other}`: expected `task` or `lock:<image name>`"),
@@ -181,18 +232,28 @@ impl Agent {
             },
         };
         let network = match f.network.as_str() {
-            "none" => arena_runtime::Network::None,
-            "host" => arena_runtime::Network::Host,
+            "none" => AgentNetwork::None,
+            "egress" => AgentNetwork::Egress {
+                allow: f.allow_hosts.clone(),
+            },
+            "host" => AgentNetwork::Host,
             other => {
-                return Err(RunnerError::invalid(
+                return Err(RunError::invalid(
                     &file,
                     "network",
-                    format!("`{other}`: expected `none` or `host`"),
+                    format!("`{other}`: expected `none`, `egress` or `host`"),
                 ))
             }
         };
+        if !f.allow_hosts.is_empty() && f.network != "egress" {
+            return Err(RunError::invalid(
+                &file,
+                "allow_hosts",
+                "only an agent with network = \"egress\" has hosts to allow",
+            ));
+        }
         if f.command.is_empty() {
-            return Err(RunnerError::invalid(&file, "command", "must not be empty"));
+            return Err(RunError::invalid(&file, "command", "must not be empty"));
         }
         for arg in &f.command {
             let mut rest = arg.as_str();
@@ -210,7 +271,7 @@ impl Agent {
                     }
                     None => {
                         let end = tail.find('}').map(|e| &tail[..=e]).unwrap_or(tail);
-                        return Err(RunnerError::invalid(
+                        return Err(RunError::invalid(
                             &file,
                             "command",
                             format!(
@@ -223,32 +284,21 @@ impl Agent {
             }
         }
         if f.timeout_s == 0 {
-            return Err(RunnerError::invalid(
-                &file,
-                "timeout_s",
-                "must be at least 1",
-            ));
+            return Err(RunError::invalid(&file, "timeout_s", "must be at least 1"));
         }
         let base = path.parent().unwrap_or(Path::new("."));
         let mut mounts = Vec::new();
         for (i, m) in f.mounts.iter().enumerate() {
-            if !m.container.starts_with('/')
-                || [WORKSPACE, REFERENCE, "/arena"]
-                    .iter()
-                    .any(|r| m.container == *r || m.container.starts_with(&format!("{r}/")))
-            {
-                return Err(RunnerError::invalid(
+            if let Err(why) = check_destination(&m.container) {
+                return Err(RunError::invalid(
                     &file,
                     &format!("mount[{i}].container"),
-                    format!(
-                        "`{}`: must be absolute and outside {WORKSPACE}, {REFERENCE} and /arena",
-                        m.container
-                    ),
+                    format!("`{}`: {why}", m.container),
                 ));
             }
             let host = base.join(&m.host);
             let host = host.canonicalize().map_err(|e| {
-                RunnerError::invalid(
+                RunError::invalid(
                     &file,
                     &format!("mount[{i}].host"),
                     format!("{}: {e}", host.display()),
@@ -323,7 +373,7 @@ env = { MODE = "x" }
         )
         .unwrap();
         assert_eq!(a.image, AgentImage::Task);
-        assert_eq!(a.network, arena_runtime::Network::None);
+        assert_eq!(a.network, AgentNetwork::None);
         let cmd = a.render_command("tt/a/b", "hi");
         assert_eq!(
             cmd[2],
@@ -357,6 +407,44 @@ env = { MODE = "x" }
         )
         .unwrap_err();
         assert!(e.to_string().contains("mount[0].container"), "{e}");
+        let e = parse("name = \"t\"\ncommand = [\"x\"]\ntimeout_s = 1\nallow_hosts = [\"a\"]\n")
+            .unwrap_err();
+        assert!(e.to_string().contains("allow_hosts"), "{e}");
+    }
+
+    #[test]
+    fn mount_destinations_are_checked_lexically() {
+        for ok in ["/opt/agent", "/solutions", "/home/u/.config"] {
+            assert_eq!(check_destination(ok), Ok(()), "{ok}");
+        }
+        for bad in [
+            "relative",
+            "/",
+            "/x/../workspace",
+            "/workspace",
+            "/workspace/x",
+            "/arena",
+            "/proc/self",
+            "/opt/./x",
+            "/opt//x",
+            "/opt/",
+        ] {
+            assert!(check_destination(bad).is_err(), "{bad}");
+        }
+        // A mount above a reserved path would hide it.
+        assert!(check_destination("/de").is_ok());
+        assert!(check_destination("/sys").is_err());
+    }
+
+    #[test]
+    fn networks() {
+        let a = parse("name = \"t\"\ncommand = [\"x\"]\ntimeout_s = 1\nnetwork = \"egress\"\nallow_hosts = [\"api.example.com\"]\n").unwrap();
+        assert_eq!(
+            a.network,
+            AgentNetwork::Egress {
+                allow: vec!["api.example.com".into()]
+            }
+        );
     }
 
     #[test]

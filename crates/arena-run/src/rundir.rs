@@ -5,14 +5,14 @@
 
 use std::path::{Path, PathBuf};
 
-use arena_report::record::RESULT_SET_SCHEMA;
-use arena_report::{ResultSet, TaskResult};
+use crate::result::{InfraError, ResultSet, TaskResult, RESULT_SET_SCHEMA};
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 
-use crate::error::{Result, RunnerError};
+use crate::error::{Result, RunError};
 
-pub const RUN_SCHEMA: &str = "arena.run/v1";
+pub const RUN_SCHEMA: &str = "arena.run/v2";
+/// Run records of an earlier arena: same fields, an id derived from the request.
+pub const RUN_SCHEMA_V1: &str = "arena.run/v1";
 
 /// What identifies a run. A run directory resumes only the same run.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -28,13 +28,22 @@ pub struct RunRecord {
     pub runs: u32,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hidden_set_digest: Option<String>,
+    /// The identity that submitted the run (runner API): only it, or an admin, may watch or
+    /// cancel it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<String>,
+}
+
+/// `r` and 24 random hex digits: a run id nobody can guess (ids are what the runner API
+/// names runs by), and that two directories never share (container names start with it).
+pub fn new_run_id() -> String {
+    let mut b = [0u8; 12];
+    getrandom::fill(&mut b).expect("the kernel's random source is available");
+    format!("r{}", hex::encode(b))
 }
 
 impl RunRecord {
-    /// The run id: a hash of what defines the run and where it lives, so the same request on
-    /// the same directory is the same run, and two directories never share container names.
     pub fn new(
-        run_dir: &Path,
         image_lock: &Path,
         lock_digest: String,
         agent: &crate::agent::Agent,
@@ -42,21 +51,9 @@ impl RunRecord {
         runs: u32,
         hidden_set_digest: Option<String>,
     ) -> RunRecord {
-        let mut h = Sha256::new();
-        for part in [
-            run_dir.display().to_string(),
-            lock_digest.clone(),
-            agent.digest.clone(),
-            tasks.join("\n"),
-            runs.to_string(),
-            hidden_set_digest.clone().unwrap_or_default(),
-        ] {
-            h.update((part.len() as u64).to_le_bytes());
-            h.update(part.as_bytes());
-        }
         RunRecord {
             schema: RUN_SCHEMA.into(),
-            run_id: format!("r{}", &hex::encode(h.finalize())[..11]),
+            run_id: new_run_id(),
             image_lock: image_lock.display().to_string(),
             lock_digest,
             agent: agent.name.clone(),
@@ -64,6 +61,7 @@ impl RunRecord {
             tasks,
             runs,
             hidden_set_digest,
+            owner: None,
         }
     }
 
@@ -78,7 +76,6 @@ impl RunRecord {
                 "hidden_set_digest",
                 self.hidden_set_digest != other.hidden_set_digest,
             ),
-            ("run_id", self.run_id != other.run_id),
         ]
         .into_iter()
         .find_map(|(field, differs)| differs.then_some(field))
@@ -90,14 +87,13 @@ impl RunRecord {
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     use std::io::Write;
     let dir = path.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir).map_err(|e| RunnerError::io(dir, e))?;
-    let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(|e| RunnerError::io(dir, e))?;
-    tmp.write_all(bytes).map_err(|e| RunnerError::io(path, e))?;
+    std::fs::create_dir_all(dir).map_err(|e| RunError::io(dir, e))?;
+    let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(|e| RunError::io(dir, e))?;
+    tmp.write_all(bytes).map_err(|e| RunError::io(path, e))?;
     tmp.as_file()
         .sync_all()
-        .map_err(|e| RunnerError::io(path, e))?;
-    tmp.persist(path)
-        .map_err(|e| RunnerError::io(path, e.error))?;
+        .map_err(|e| RunError::io(path, e))?;
+    tmp.persist(path).map_err(|e| RunError::io(path, e.error))?;
     if let Ok(d) = std::fs::File::open(dir) {
         let _ = d.sync_all();
     }
@@ -105,9 +101,18 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
 }
 
 pub fn write_json(path: &Path, v: &impl Serialize) -> Result<()> {
-    let mut bytes = serde_json::to_vec_pretty(v).map_err(|e| RunnerError::Other(e.to_string()))?;
+    let mut bytes = serde_json::to_vec_pretty(v).map_err(|e| RunError::Other(e.to_string()))?;
     bytes.push(b'\n');
     write_atomic(path, &bytes)
+}
+
+/// What a task run's directory holds as its result.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ResultState {
+    Missing,
+    Finished(Box<TaskResult>),
+    /// A `result.json` that cannot be read or parsed, with the reason.
+    Unreadable(String),
 }
 
 /// One (task, repeat) of a run.
@@ -130,8 +135,8 @@ pub struct RunDir {
 
 impl RunDir {
     pub fn new(root: &Path) -> Result<RunDir> {
-        std::fs::create_dir_all(root).map_err(|e| RunnerError::io(root, e))?;
-        let root = root.canonicalize().map_err(|e| RunnerError::io(root, e))?;
+        std::fs::create_dir_all(root).map_err(|e| RunError::io(root, e))?;
+        let root = root.canonicalize().map_err(|e| RunError::io(root, e))?;
         Ok(RunDir { root })
     }
 
@@ -157,39 +162,98 @@ impl RunDir {
 
     pub fn load_record(&self) -> Result<Option<RunRecord>> {
         let p = self.record_path();
-        match std::fs::read_to_string(&p) {
+        let record: RunRecord = match std::fs::read_to_string(&p) {
             Ok(t) => serde_json::from_str(&t)
-                .map(Some)
-                .map_err(|e| RunnerError::invalid(p.display(), "(json)", e.to_string())),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(RunnerError::io(p, e)),
+                .map_err(|e| RunError::invalid(p.display(), "(json)", e.to_string()))?,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(RunError::io(p, e)),
+        };
+        if record.schema != RUN_SCHEMA && record.schema != RUN_SCHEMA_V1 {
+            return Err(RunError::invalid(
+                p.display(),
+                "schema",
+                format!(
+                    "`{}` is not a run record this arena reads ({RUN_SCHEMA}, {RUN_SCHEMA_V1})",
+                    record.schema
+                ),
+            ));
+        }
+        Ok(Some(record))
+    }
+
+    /// What the item's `result.json` says: nothing yet, a result, or something unreadable
+    /// (which is kept as it is and reported, never taken for unfinished and cleaned away).
+    pub fn result_state(&self, item: &Item) -> ResultState {
+        let p = self.result_path(item);
+        let text = match std::fs::read_to_string(&p) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return ResultState::Missing,
+            Err(e) => return ResultState::Unreadable(format!("{}: {e}", p.display())),
+        };
+        let parsed = serde_json::from_str::<serde_json::Value>(&text)
+            .map_err(|e| e.to_string())
+            .and_then(crate::result::parse_result);
+        match parsed {
+            Ok(r) => ResultState::Finished(Box::new(r)),
+            Err(e) => ResultState::Unreadable(format!("{}: {e}", p.display())),
         }
     }
 
-    /// The item's result if it finished; an unreadable result counts as unfinished.
+    /// The item's result if it finished and is readable.
     pub fn load_result(&self, item: &Item) -> Option<TaskResult> {
-        let text = std::fs::read_to_string(self.result_path(item)).ok()?;
-        serde_json::from_str(&text).ok()
+        match self.result_state(item) {
+            ResultState::Finished(r) => Some(*r),
+            _ => None,
+        }
     }
 
     /// Removes what an interrupted attempt left in the item's directory.
     pub fn clean_item(&self, item: &Item) -> Result<bool> {
         let d = self.item_dir(item);
         if d.exists() {
-            std::fs::remove_dir_all(&d).map_err(|e| RunnerError::io(&d, e))?;
+            std::fs::remove_dir_all(&d).map_err(|e| RunError::io(&d, e))?;
             return Ok(true);
         }
         Ok(false)
     }
 
-    /// Every finished task run, sorted by task and repeat.
+    pub fn infra_error_path(&self, item: &Item) -> PathBuf {
+        self.item_dir(item).join("infra_error.json")
+    }
+
+    /// Records that the arena could not carry out `item` (it stays without a result).
+    pub fn write_infra_error(&self, item: &Item, reason: &str) -> Result<()> {
+        let at = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0);
+        write_json(
+            &self.infra_error_path(item),
+            &InfraError {
+                task_id: item.task_id.clone(),
+                repeat: item.repeat,
+                reason: reason.to_string(),
+                at,
+            },
+        )
+    }
+
+    /// Every finished task run, sorted by task and repeat, and the task runs without a result
+    /// that hit an infrastructure error.
     pub fn result_set(&self, run_id: &str, items: &[Item]) -> ResultSet {
         let mut tasks: Vec<TaskResult> = items.iter().filter_map(|i| self.load_result(i)).collect();
         tasks.sort_by(|a, b| (&a.task_id, a.repeat).cmp(&(&b.task_id, b.repeat)));
+        let infra_errors = items
+            .iter()
+            .filter(|i| !self.result_path(i).exists())
+            .filter_map(|i| std::fs::read(self.infra_error_path(i)).ok())
+            .filter_map(|b| serde_json::from_slice::<InfraError>(&b).ok())
+            .collect();
         ResultSet {
             schema: RESULT_SET_SCHEMA.into(),
             run_id: Some(run_id.to_string()),
             tasks,
+            infra_errors,
             extra: Default::default(),
         }
     }
@@ -229,8 +293,13 @@ mod tests {
             tasks: vec!["t/a".into()],
             runs: 1,
             hidden_set_digest: None,
+            owner: None,
         };
         assert_eq!(a.first_difference(&a.clone()), None);
+        // A resume is the same run whatever its id.
+        let mut same = a.clone();
+        same.run_id = new_run_id();
+        assert_eq!(a.first_difference(&same), None);
         let mut b = a.clone();
         b.runs = 2;
         b.run_id = "r2".into();
@@ -238,6 +307,37 @@ mod tests {
         let mut c = a.clone();
         c.hidden_set_digest = Some("sha256:c".into());
         assert_eq!(a.first_difference(&c), Some("hidden_set_digest"));
+    }
+
+    #[test]
+    fn run_ids_are_random_and_records_of_unknown_schemas_refused() {
+        let (a, b) = (new_run_id(), new_run_id());
+        assert_ne!(a, b);
+        assert_eq!(a.len(), 25);
+        let d = tempfile::tempdir().unwrap();
+        let rd = RunDir::new(d.path()).unwrap();
+        assert!(rd.load_record().unwrap().is_none());
+        std::fs::write(rd.record_path(), r#"{"schema":"arena.run/v7","run_id":"r","image_lock":"l","lock_digest":"d","agent":"a","agent_digest":"g","tasks":[],"runs":1}"#).unwrap();
+        let e = rd.load_record().unwrap_err().to_string();
+        assert!(e.contains("arena.run/v7") && e.contains("run.json"), "{e}");
+    }
+
+    #[test]
+    fn an_unreadable_result_is_reported_not_taken_for_unfinished() {
+        let d = tempfile::tempdir().unwrap();
+        let rd = RunDir::new(d.path()).unwrap();
+        let item = Item {
+            task_id: "t/a".into(),
+            repeat: 0,
+        };
+        assert_eq!(rd.result_state(&item), ResultState::Missing);
+        std::fs::create_dir_all(rd.item_dir(&item)).unwrap();
+        std::fs::write(rd.result_path(&item), "{ not json").unwrap();
+        match rd.result_state(&item) {
+            ResultState::Unreadable(why) => assert!(why.contains("result.json"), "{why}"),
+            other => panic!("{other:?}"),
+        }
+        assert!(rd.load_result(&item).is_none());
     }
 
     #[test]

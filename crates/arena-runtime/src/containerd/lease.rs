@@ -8,7 +8,8 @@ use std::time::{Duration, SystemTime};
 use containerd_client::services::v1::leases_client::LeasesClient;
 use containerd_client::services::v1::{AddResourceRequest, CreateRequest, DeleteRequest, Resource};
 
-use crate::client::{Containerd, MANAGED_LABEL};
+use super::Containerd;
+use crate::boundary::MANAGED_LABEL;
 use crate::error::{call, Result};
 
 /// Formats a time as RFC 3339 UTC (for `containerd.io/gc.expire`).
@@ -38,8 +39,13 @@ pub fn rfc3339(t: SystemTime) -> String {
 
 /// Creates a lease that containerd expires by itself after `ttl` (a last resort if even
 /// `arenactl gc` never runs).
-pub async fn create(c: &Containerd, id: &str, ttl: Duration) -> Result<String> {
-    let mut labels = HashMap::new();
+pub async fn create(
+    c: &Containerd,
+    id: &str,
+    ttl: Duration,
+    extra: &HashMap<String, String>,
+) -> Result<String> {
+    let mut labels = extra.clone();
     labels.insert(MANAGED_LABEL.to_string(), "true".to_string());
     labels.insert(
         "containerd.io/gc.expire".to_string(),

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use arena_proto::v1::{EventKind, RunEvent};
-use arena_runner::rundir::{Item, RunDir};
+use arena_run::{Item, RunDir};
 
 use crate::commands::{JobInfo, JobState, SlurmCli};
 use crate::error::Result;
@@ -24,7 +24,43 @@ pub struct Backend<S: SlurmCli> {
     pub items: Vec<Item>,
     /// Further jobs for a task run whose job died (node failure, scancel, time limit).
     pub retries: u32,
+    /// squeue is asked every `poll` while something changes, and less often (doubling up
+    /// to `max_poll`) while nothing does.
     pub poll: Duration,
+    pub max_poll: Duration,
+}
+
+/// The wait between two squeue calls: back to the minimum after a change, doubled (up to the
+/// maximum) after a poll that saw none — a long job is not asked about four times a second.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Backoff {
+    min: Duration,
+    max: Duration,
+    now: Duration,
+}
+
+impl Backoff {
+    pub fn new(min: Duration, max: Duration) -> Backoff {
+        Backoff {
+            min,
+            max: max.max(min),
+            now: min,
+        }
+    }
+
+    pub fn current(&self) -> Duration {
+        self.now
+    }
+
+    /// The next wait, after a poll that did (`changed`) or did not see a change.
+    pub fn next(&mut self, changed: bool) -> Duration {
+        self.now = if changed {
+            self.min
+        } else {
+            (self.now * 2).min(self.max)
+        };
+        self.now
+    }
 }
 
 /// How a head's follow ended.
@@ -94,12 +130,7 @@ impl<S: SlurmCli> Backend<S> {
         let mut ev = self.event(seq, EventKind::TaskResult, item, note.to_string());
         if let Some(r) = self.rundir.load_result(item) {
             ev.passed = r.candidate.correct();
-            ev.gpu = r
-                .extra
-                .get("gpu")
-                .and_then(|g| g.get("index"))
-                .and_then(|i| i.as_i64())
-                .unwrap_or(-1) as i32;
+            ev.gpu = r.gpu.as_ref().map(|g| g.index as i32).unwrap_or(-1);
             ev.result_json = serde_json::to_string(&r).unwrap_or_default();
         }
         ev
@@ -145,6 +176,8 @@ impl<S: SlurmCli> Backend<S> {
         let mut attempts: BTreeMap<Item, u32> = BTreeMap::new();
         let mut finishing: Vec<String> = Vec::new();
         let live = live_jobs(&self.slurm.jobs()?, &self.run_id);
+        let mut backoff = Backoff::new(self.poll, self.max_poll);
+        let mut changed = true;
         let mut slots: BTreeMap<Item, Slot> = BTreeMap::new();
         for item in &self.items {
             let slot = if self.rundir.load_result(item).is_some() {
@@ -217,7 +250,8 @@ impl<S: SlurmCli> Backend<S> {
             if !slots.values().any(|s| matches!(s, Slot::Live { .. })) {
                 break;
             }
-            std::thread::sleep(self.poll);
+            std::thread::sleep(backoff.next(changed));
+            changed = false;
             // One squeue for all; result files are read after it, so a job squeue shows as
             // ended has written whatever result it wrote.
             let jobs: BTreeMap<String, JobInfo> = self
@@ -242,6 +276,7 @@ impl<S: SlurmCli> Backend<S> {
                     on_event(self.result_event(&mut seq, item, &format!("slurm job {job}")));
                     summary.finished += 1;
                     *slot = Slot::Done;
+                    changed = true;
                     continue;
                 }
                 match info {
@@ -254,6 +289,7 @@ impl<S: SlurmCli> Backend<S> {
                                 format!("job {job} {}", j.state.as_str()),
                             ));
                             *state = j.state.clone();
+                            changed = true;
                         }
                     }
                     ended => {
@@ -266,6 +302,7 @@ impl<S: SlurmCli> Backend<S> {
                             failure.push_str(&format!("; its log ends: {l}"));
                         }
                         ledger.ended(job, &st, Some(failure.clone()))?;
+                        changed = true;
                         let n = attempts.get(item).copied().unwrap_or(0);
                         if n <= self.retries {
                             on_event(self.event(
@@ -302,222 +339,4 @@ impl<S: SlurmCli> Backend<S> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use std::sync::Mutex;
-
-    /// A submitted fake job: id, name, the states still to show, its task run.
-    type FakeJob = (String, String, Vec<&'static str>, Item);
-
-    /// A Slurm double: each submitted job follows a script of states, one per poll; a job
-    /// whose script ends in COMPLETED writes its task run's result before it ends.
-    struct FakeSlurm {
-        rundir: RunDir,
-        scripts: Mutex<Vec<Vec<&'static str>>>,
-        jobs: Mutex<Vec<FakeJob>>,
-        cancelled: Mutex<Vec<String>>,
-    }
-
-    fn result_json(item: &Item) -> String {
-        format!(
-            r#"{{"task_id":"{}","task_type":"python2python","repeat":{},
-            "baseline":{{"compile":{{"status":"ok"}},"correctness":{{"status":"ok"}},"performance":[]}},
-            "candidate":{{"compile":{{"status":"ok"}},"correctness":{{"status":"ok"}},"performance":[]}}}}"#,
-            item.task_id, item.repeat
-        )
-    }
-
-    impl SlurmCli for FakeSlurm {
-        fn submit(&self, args: &[String], _script: &str) -> Result<String> {
-            let mut jobs = self.jobs.lock().unwrap();
-            let id = (jobs.len() + 100).to_string();
-            let name = args[1].strip_prefix("--job-name=").unwrap().to_string();
-            let (_, item) = parse_job_name(&name).unwrap();
-            let script = self.scripts.lock().unwrap().remove(0);
-            jobs.push((id.clone(), name, script, item));
-            Ok(id)
-        }
-        fn jobs(&self) -> Result<Vec<JobInfo>> {
-            let mut out = Vec::new();
-            for (id, name, script, item) in self.jobs.lock().unwrap().iter_mut() {
-                let state = if script.len() > 1 {
-                    script.remove(0)
-                } else {
-                    script[0]
-                };
-                // RESULT: the job has written its result and is still running.
-                if state == "COMPLETED" || state == "RESULT" {
-                    let p = self.rundir.result_path(item);
-                    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-                    std::fs::write(&p, result_json(item)).unwrap();
-                }
-                let state = if state == "RESULT" { "RUNNING" } else { state };
-                out.push(JobInfo {
-                    id: id.clone(),
-                    name: name.clone(),
-                    state: JobState::parse(state),
-                    reason: "None".into(),
-                });
-            }
-            Ok(out)
-        }
-        fn cancel(&self, ids: &[String]) -> Result<()> {
-            self.cancelled.lock().unwrap().extend(ids.iter().cloned());
-            Ok(())
-        }
-    }
-
-    fn backend(
-        dir: &std::path::Path,
-        scripts: Vec<Vec<&'static str>>,
-        retries: u32,
-    ) -> Backend<FakeSlurm> {
-        let rundir = RunDir::new(dir).unwrap();
-        Backend {
-            slurm: FakeSlurm {
-                rundir: rundir.clone(),
-                scripts: Mutex::new(scripts),
-                jobs: Mutex::new(Vec::new()),
-                cancelled: Mutex::new(Vec::new()),
-            },
-            spec: JobSpec {
-                command: vec!["arenactl".into()],
-                partition: None,
-                sbatch_args: Vec::new(),
-                time_limit_min: 10,
-                log_dir: dir.join("slurm"),
-            },
-            rundir,
-            run_id: "rtest".into(),
-            items: vec![
-                Item {
-                    task_id: "a/b/one".into(),
-                    repeat: 0,
-                },
-                Item {
-                    task_id: "a/b/two".into(),
-                    repeat: 0,
-                },
-            ],
-            retries,
-            poll: Duration::from_millis(1),
-        }
-    }
-
-    #[test]
-    fn a_job_that_dies_is_recorded_and_retried_and_counted_once() {
-        let d = tempfile::tempdir().unwrap();
-        let b = backend(
-            d.path(),
-            vec![
-                vec!["PENDING", "RUNNING", "COMPLETED"],
-                vec!["RUNNING", "CANCELLED"],
-                vec!["RUNNING", "COMPLETED"],
-            ],
-            1,
-        );
-        let mut events = Vec::new();
-        let s = b
-            .run(&mut |e| events.push(e), &AtomicBool::new(false))
-            .unwrap();
-        assert_eq!(s.finished, 2);
-        assert_eq!(s.jobs_submitted, 3);
-        assert!(s.failed.is_empty());
-        let ledger = Ledger::open(d.path(), "rtest");
-        let two = ledger.of(&b.items[1]);
-        assert_eq!(two.len(), 2);
-        assert_eq!(two[0].state.as_deref(), Some("CANCELLED"));
-        assert!(two[0]
-            .failure
-            .as_deref()
-            .unwrap()
-            .contains("ended CANCELLED"));
-        assert_eq!(two[1].state.as_deref(), Some("COMPLETED"));
-        let results = events
-            .iter()
-            .filter(|e| e.kind == EventKind::TaskResult as i32)
-            .count();
-        assert_eq!(results, 2);
-        assert!(events
-            .iter()
-            .any(|e| e.kind == EventKind::TaskResumed as i32));
-
-        // A head started again submits nothing: both have results.
-        let again = backend(d.path(), vec![], 1);
-        let s = again.run(&mut |_| {}, &AtomicBool::new(false)).unwrap();
-        assert_eq!((s.finished, s.jobs_submitted), (2, 0));
-    }
-
-    #[test]
-    fn a_job_seen_running_after_its_result_gets_its_final_state() {
-        let d = tempfile::tempdir().unwrap();
-        let b = backend(
-            d.path(),
-            vec![vec!["RESULT", "RUNNING", "COMPLETED"], vec!["COMPLETED"]],
-            0,
-        );
-        let s = b.run(&mut |_| {}, &AtomicBool::new(false)).unwrap();
-        assert_eq!((s.finished, s.jobs_submitted), (2, 2));
-        let ledger = Ledger::open(d.path(), "rtest");
-        let states: Vec<Option<&str>> = ledger.jobs.iter().map(|j| j.state.as_deref()).collect();
-        assert_eq!(states, [Some("COMPLETED"), Some("COMPLETED")]);
-    }
-
-    #[test]
-    fn retries_run_out_and_the_reason_is_kept() {
-        let d = tempfile::tempdir().unwrap();
-        let b = backend(d.path(), vec![vec!["COMPLETED"], vec!["TIMEOUT"]], 0);
-        let s = b.run(&mut |_| {}, &AtomicBool::new(false)).unwrap();
-        assert_eq!(s.finished, 1);
-        assert_eq!(s.failed.len(), 1);
-        assert!(s.failed[0].1.contains("TIMEOUT"), "{:?}", s.failed);
-    }
-
-    #[test]
-    fn cancel_scancels_the_live_jobs() {
-        let d = tempfile::tempdir().unwrap();
-        let b = backend(d.path(), vec![vec!["RUNNING"], vec!["RUNNING"]], 0);
-        let flag = AtomicBool::new(false);
-        let mut n = 0;
-        let s = b
-            .run(
-                &mut |_| {
-                    n += 1;
-                    if n == 2 {
-                        flag.store(true, Ordering::SeqCst);
-                    }
-                },
-                &flag,
-            )
-            .unwrap();
-        assert!(s.cancelled);
-        assert_eq!(*b.slurm.cancelled.lock().unwrap(), ["100", "101"]);
-    }
-
-    #[test]
-    fn live_jobs_of_this_run_are_found_by_name() {
-        let jobs = vec![
-            JobInfo {
-                id: "7".into(),
-                name: "arena.rtest.a/b/one.r0".into(),
-                state: JobState::Running,
-                reason: "None".into(),
-            },
-            JobInfo {
-                id: "8".into(),
-                name: "arena.rtest.a/b/two.r0".into(),
-                state: JobState::Completed,
-                reason: "None".into(),
-            },
-            JobInfo {
-                id: "9".into(),
-                name: "arena.rother.a/b/one.r0".into(),
-                state: JobState::Running,
-                reason: "None".into(),
-            },
-        ];
-        let live = live_jobs(&jobs, "rtest");
-        assert_eq!(live.len(), 1);
-        assert_eq!(live.values().next().unwrap().id, "7");
-    }
-}
+mod tests;

@@ -1,0 +1,270 @@
+//! From a request to a checked plan: the lockfile, the selected tasks (each tree against its
+//! locked digest), the agent file, the sealed hidden set and the run directory with its
+//! record — everything that can be checked without a container engine. The local runner and
+//! the Slurm head both start from a [`Plan`]; work on an existing run starts from
+//! [`Recorded`].
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use arena_image::Lockfile;
+use arena_task::Task;
+
+use crate::agent::{Agent, AgentImage};
+use crate::error::{Result, RunError};
+use crate::hidden::HiddenSet;
+use crate::rundir::{Item, RunDir, RunRecord};
+
+/// What a client asks for.
+#[derive(Debug, Clone, Default)]
+pub struct RunRequest {
+    pub image_lock: PathBuf,
+    pub tasks: Vec<String>,
+    pub agent: String,
+    pub runs: u32,
+    pub run_dir: PathBuf,
+    pub hidden_set: Option<PathBuf>,
+}
+
+/// `*`, an exact id, or a prefix ending in `/`.
+pub fn select(selectors: &[String], ids: &[String]) -> Result<Vec<String>> {
+    if selectors.is_empty() {
+        return Ok(ids.to_vec());
+    }
+    let mut out = Vec::new();
+    for s in selectors {
+        let hits: Vec<&String> = ids
+            .iter()
+            .filter(|id| s == "*" || *id == s || (s.ends_with('/') && id.starts_with(s.as_str())))
+            .collect();
+        if hits.is_empty() {
+            return Err(RunError::invalid(
+                "--tasks",
+                s,
+                "selects no task of the lockfile (an id, a prefix ending in /, or *)",
+            ));
+        }
+        out.extend(hits.into_iter().cloned());
+    }
+    out.sort();
+    out.dedup();
+    Ok(out)
+}
+
+/// Loads the locked tasks of the selection and checks their trees against the lock.
+pub fn load_tasks(
+    lock_path: &Path,
+    lock: &Lockfile,
+    selectors: &[String],
+) -> Result<BTreeMap<String, Task>> {
+    let sets_path = lock.sets_path(lock_path);
+    let sets = arena_image::lock::load_sets(&sets_path)?;
+    let set = sets.iter().find(|s| s.name == lock.set).ok_or_else(|| {
+        RunError::invalid(
+            sets_path.display(),
+            "set",
+            format!("no set named {}", lock.set),
+        )
+    })?;
+    let root = sets_path
+        .parent()
+        .unwrap_or(Path::new("."))
+        .join(&set.tasks);
+    let ids: Vec<String> = lock.images.iter().filter_map(|r| r.task.clone()).collect();
+    let mut tasks = BTreeMap::new();
+    for id in select(selectors, &ids)? {
+        let rec = lock
+            .task_image(&id)
+            .ok_or_else(|| RunError::Other(format!("{id}: selected but not in the lockfile")))?;
+        let task = Task::load(&root.join(&id), &id)?;
+        let found = arena_task::task_digest(&task.dir)?.to_string();
+        let expected = rec.task_digest.clone().unwrap_or_default();
+        if found != expected {
+            return Err(RunError::Drift {
+                task: id,
+                what: format!("task tree {}", task.dir.display()),
+                expected,
+                found,
+            });
+        }
+        tasks.insert(task.id.to_string(), task);
+    }
+    Ok(tasks)
+}
+
+/// A run checked and recorded as far as it can be without a container engine: its lockfile,
+/// its tasks (each tree against its locked digest), its agent, its hidden set, its directory
+/// and record. What runs it (the local engine, or Slurm jobs on other nodes) checks the images.
+pub struct Plan {
+    pub lock: Lockfile,
+    pub lock_path: PathBuf,
+    pub tasks: BTreeMap<String, Task>,
+    pub agent: Agent,
+    pub hidden: Option<HiddenSet>,
+    pub rundir: RunDir,
+    pub record: RunRecord,
+}
+
+impl Plan {
+    /// Every (task, repeat) of the run, in order.
+    pub fn items(&self) -> Vec<Item> {
+        items_of(self.tasks.keys(), self.record.runs)
+    }
+}
+
+/// Every (task, repeat) of `ids`, in order.
+pub fn items_of<'a>(ids: impl Iterator<Item = &'a String>, runs: u32) -> Vec<Item> {
+    let mut items = Vec::new();
+    for id in ids {
+        for repeat in 0..runs {
+            items.push(Item {
+                task_id: id.clone(),
+                repeat,
+            });
+        }
+    }
+    items
+}
+
+/// Checks a request and computes its record; refuses a directory holding another run. A
+/// directory holding this run keeps its run id (a resume).
+pub fn plan(req: &RunRequest, agent_dirs: &[PathBuf]) -> Result<Plan> {
+    if req.runs == 0 {
+        return Err(RunError::invalid("request", "runs", "must be at least 1"));
+    }
+    let lock = Lockfile::load(&req.image_lock)?;
+    let lock_digest = arena_image::Digest::of_file(&req.image_lock)
+        .map_err(|e| RunError::io(&req.image_lock, e))?
+        .0
+        .to_string();
+    let tasks = load_tasks(&req.image_lock, &lock, &req.tasks)?;
+    let agent = Agent::resolve(&req.agent, agent_dirs)?;
+    if let AgentImage::Locked(name) = &agent.image {
+        if !lock.images.iter().any(|r| &r.name == name) {
+            return Err(RunError::invalid(
+                agent.file.display(),
+                "image",
+                format!(
+                    "lock:{name} is not an image of {}",
+                    req.image_lock.display()
+                ),
+            ));
+        }
+    }
+    // A sealed set is checked file by file against its manifest before it is used.
+    let hidden = req.hidden_set.as_deref().map(HiddenSet::load).transpose()?;
+    if let (Some(h), Some(dir)) = (&hidden, &req.hidden_set) {
+        if !tasks.keys().any(|id| h.files.contains_key(id)) {
+            let theirs: Vec<&String> = h.files.keys().take(3).collect();
+            return Err(RunError::invalid(
+                dir.display(),
+                "files",
+                format!(
+                    "the hidden set covers none of the selected tasks (its task ids: {theirs:?}…); \
+                     generate it from the tasks root the lockfile uses"
+                ),
+            ));
+        }
+    }
+    let rundir = RunDir::new(&req.run_dir)?;
+    let image_lock = req
+        .image_lock
+        .canonicalize()
+        .map_err(|e| RunError::io(&req.image_lock, e))?;
+    let mut record = RunRecord::new(
+        &image_lock,
+        lock_digest,
+        &agent,
+        tasks.keys().cloned().collect(),
+        req.runs,
+        hidden.as_ref().map(|h| h.digest.clone()),
+    );
+    if let Some(old) = rundir.load_record()? {
+        if let Some(field) = old.first_difference(&record) {
+            return Err(RunError::invalid(
+                rundir.record_path().display(),
+                field,
+                "this run directory holds a different run; use another --out, or repeat the original request to resume it",
+            ));
+        }
+        record.run_id = old.run_id;
+        record.owner = old.owner;
+    }
+    Ok(Plan {
+        lock,
+        lock_path: image_lock,
+        tasks,
+        agent,
+        hidden,
+        rundir,
+        record,
+    })
+}
+
+/// A run as its directory recorded it, its lockfile checked against the recorded digest: what
+/// work on an existing run (an unseen evaluation, a Slurm job's task run) starts from.
+pub struct Recorded {
+    pub rundir: RunDir,
+    pub record: RunRecord,
+    pub lock_path: PathBuf,
+    pub lock: Lockfile,
+}
+
+impl Recorded {
+    pub fn load(run_dir: &Path) -> Result<Recorded> {
+        let rundir = RunDir::new(run_dir)?;
+        let record = rundir.load_record()?.ok_or_else(|| {
+            RunError::invalid(
+                rundir.record_path().display(),
+                "(file)",
+                "missing: not a run directory (arenactl run writes it)",
+            )
+        })?;
+        let lock_path = PathBuf::from(&record.image_lock);
+        let lock = Lockfile::load(&lock_path)?;
+        let lock_digest = arena_image::Digest::of_file(&lock_path)
+            .map_err(|e| RunError::io(&lock_path, e))?
+            .0
+            .to_string();
+        if lock_digest != record.lock_digest {
+            return Err(RunError::Drift {
+                task: record.run_id.clone(),
+                what: format!("lockfile {}", lock_path.display()),
+                expected: record.lock_digest.clone(),
+                found: lock_digest,
+            });
+        }
+        Ok(Recorded {
+            rundir,
+            record,
+            lock_path,
+            lock,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn selectors() {
+        let ids: Vec<String> = ["a/x/one", "a/x/two", "b/y/three"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        assert_eq!(select(&[], &ids).unwrap().len(), 3);
+        assert_eq!(
+            select(&["a/".into()], &ids).unwrap(),
+            ["a/x/one", "a/x/two"]
+        );
+        assert_eq!(
+            select(&["b/y/three".into(), "*".into()], &ids)
+                .unwrap()
+                .len(),
+            3
+        );
+        let e = select(&["c/".into()], &ids).unwrap_err().to_string();
+        assert!(e.contains("--tasks: c/: selects no task"), "{e}");
+    }
+}

@@ -1,0 +1,345 @@
+//! The task result record (`result.json`, schema `arena.task_result/v2`): what one task run
+//! produced — the baseline, the agent's kernel, both on unseen configurations — with the
+//! trust level that measured it, every digest it depends on ([`Provenance`]), where its time
+//! went ([`Timings`]) and its containers. Results written by an earlier arena
+//! (`arena.task_result/v1`) are read for scoring, with no provenance; any other schema is
+//! refused, naming it.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use arena_digest::Digest;
+use arena_eval::record::Evaluation;
+use arena_task::TaskId;
+use serde::{Deserialize, Serialize};
+
+use crate::error::RunError;
+
+pub const TASK_RESULT_SCHEMA: &str = "arena.task_result/v2";
+pub const TASK_RESULT_SCHEMA_V1: &str = "arena.task_result/v1";
+pub const RESULT_SET_SCHEMA: &str = "arena.results/v2";
+pub const RESULT_SET_SCHEMA_V1: &str = "arena.results/v1";
+
+/// How the numbers of a result were measured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Trust {
+    /// arena's trusted evaluator: inputs, reference, timing and verdict in a process the
+    /// agent's code cannot reach; the kernel runs in a separate, unprivileged process.
+    Trusted,
+    /// The task's own harness, run unchanged on a read-only root, its reported times
+    /// checked against a clock it cannot patch.
+    SelfReportedCrossChecked,
+    /// The task's own harness, its reported times taken as they are.
+    SelfReported,
+    /// Written by an arena that did not record how it measured (`arena.task_result/v1`).
+    #[default]
+    Unrecorded,
+}
+
+impl Trust {
+    pub fn label(self) -> &'static str {
+        match self {
+            Trust::Trusted => "trusted",
+            Trust::SelfReportedCrossChecked => "self-reported, cross-checked",
+            Trust::SelfReported => "self-reported",
+            Trust::Unrecorded => "unrecorded",
+        }
+    }
+}
+
+/// Every digest a result depends on: with these, anyone can check that the same inputs
+/// were used, or rebuild them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Provenance {
+    /// The arena that produced the result.
+    pub arena_version: String,
+    pub run_id: String,
+    /// The task tree (arena-task's canonical digest).
+    pub task: Digest,
+    /// The task's harness files (everything but the agent's declared sources).
+    pub harness: Digest,
+    /// The manifest of the task image the evaluators ran.
+    pub image: Digest,
+    /// The manifest of the image the agent ran in.
+    pub agent_image: Digest,
+    /// The agent file.
+    pub agent: Digest,
+    /// The lockfile of the run.
+    pub lockfile: Digest,
+    /// arena's trusted evaluator code, where it measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub evaluator: Option<Digest>,
+    /// The sealed hidden set of the unseen evaluation, where there was one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unseen_set: Option<Digest>,
+}
+
+/// Seconds spent in each phase of a task run (absent: the phase did not run).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Timings {
+    pub total_s: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image_s: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub baseline_s: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workspace_s: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_s: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub candidate_s: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unseen_s: Option<f64>,
+}
+
+/// One container of a task run: how it ended, what it took, where its output is.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ContainerRecord {
+    pub id: String,
+    pub exit_code: u32,
+    pub timed_out: bool,
+    pub create_s: f64,
+    pub start_s: f64,
+    pub run_s: f64,
+    pub teardown_s: f64,
+    /// Log files, relative to the run directory; absent where the output is not kept
+    /// (unseen evaluations: the kernel under test could print what it was given).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stdout: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stderr: Option<String>,
+    #[serde(default)]
+    pub stdout_truncated: bool,
+    #[serde(default)]
+    pub stderr_truncated: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GpuRecord {
+    pub index: u32,
+    pub kind: String,
+}
+
+/// The original and the agent's kernel evaluated on the same hidden unseen configurations.
+/// Configurations are named by index and category only: nothing here says what they are.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UnseenResult {
+    /// Digest of the sealed hidden set these configurations came from.
+    pub set_digest: String,
+    pub original: Evaluation,
+    pub optimized: Evaluation,
+    /// The agent's kernel: unseen configurations it fails, by category (edge_case,
+    /// scale_up, …). Empty when it passes them all.
+    #[serde(default)]
+    pub failures_by_category: BTreeMap<String, u32>,
+    /// The original kernel's failures on the same configurations, by category.
+    #[serde(default)]
+    pub original_failures_by_category: BTreeMap<String, u32>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TaskResult {
+    pub schema: String,
+    pub task_id: TaskId,
+    pub task_type: String,
+    /// Index of the repeated run (0 for the first).
+    #[serde(default)]
+    pub repeat: u32,
+    #[serde(default)]
+    pub trust: Trust,
+    /// The untouched sources, measured with the same commands in the same kind of container.
+    pub baseline: Evaluation,
+    /// The agent's sources.
+    pub candidate: Evaluation,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unseen: Option<UnseenResult>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provenance: Option<Provenance>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timings: Option<Timings>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu: Option<GpuRecord>,
+    /// Every container of the task run, by phase (`baseline`, `agent`, `candidate`, …).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub containers: BTreeMap<String, ContainerRecord>,
+    /// Why the agent's sources never reached an evaluator (a symlink, a missing file…).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub candidate_refused: Option<String>,
+    /// Fields this arena does not know (kept verbatim).
+    #[serde(flatten)]
+    pub extra: BTreeMap<String, serde_json::Value>,
+}
+
+impl TaskResult {
+    /// A result with only its evaluations; everything else empty.
+    pub fn new(
+        task_id: TaskId,
+        task_type: &str,
+        repeat: u32,
+        baseline: Evaluation,
+        candidate: Evaluation,
+    ) -> TaskResult {
+        TaskResult {
+            schema: TASK_RESULT_SCHEMA.into(),
+            task_id,
+            task_type: task_type.to_string(),
+            repeat,
+            trust: Trust::Unrecorded,
+            baseline,
+            candidate,
+            unseen: None,
+            provenance: None,
+            timings: None,
+            gpu: None,
+            containers: BTreeMap::new(),
+            candidate_refused: None,
+            extra: BTreeMap::new(),
+        }
+    }
+}
+
+/// A task run the arena could not carry out (the engine failed, a file could not be written,
+/// an internal error): not a result, never scored; the next start of the run retries it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InfraError {
+    pub task_id: String,
+    pub repeat: u32,
+    pub reason: String,
+    /// Seconds since the Unix epoch.
+    pub at: u64,
+}
+
+/// What `results.json` holds: every task result of a run.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ResultSet {
+    pub schema: String,
+    #[serde(default)]
+    pub run_id: Option<String>,
+    pub tasks: Vec<TaskResult>,
+    /// Task runs without a result because of an infrastructure error.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub infra_errors: Vec<InfraError>,
+    #[serde(flatten)]
+    pub extra: BTreeMap<String, serde_json::Value>,
+}
+
+/// Parses one task result, checking its schema (v1 is read as it was written).
+pub fn parse_result(v: serde_json::Value) -> Result<TaskResult, String> {
+    let schema = v
+        .get("schema")
+        .and_then(|s| s.as_str())
+        .unwrap_or(TASK_RESULT_SCHEMA_V1)
+        .to_string();
+    if schema != TASK_RESULT_SCHEMA && schema != TASK_RESULT_SCHEMA_V1 {
+        return Err(format!(
+            "schema `{schema}` is not one this arena reads ({TASK_RESULT_SCHEMA}, {TASK_RESULT_SCHEMA_V1})"
+        ));
+    }
+    let mut v = v;
+    if let Some(m) = v.as_object_mut() {
+        m.insert("schema".into(), serde_json::Value::String(schema));
+    }
+    serde_json::from_value(v).map_err(|e| e.to_string())
+}
+
+/// Reads task results from a file holding a result set (`{"tasks": [...]}`), a list of task
+/// results, or a single task result.
+pub fn load_results(path: &Path) -> Result<Vec<TaskResult>, RunError> {
+    let text = std::fs::read_to_string(path).map_err(|e| RunError::io(path, e))?;
+    let bad = |at: &str, m: String| RunError::invalid(path.display(), at, m);
+    let value: serde_json::Value =
+        serde_json::from_str(&text).map_err(|e| bad("(json)", e.to_string()))?;
+    let each = |items: Vec<serde_json::Value>, at: &str| {
+        items
+            .into_iter()
+            .enumerate()
+            .map(|(i, v)| parse_result(v).map_err(|m| bad(&format!("{at}[{i}]"), m)))
+            .collect::<Result<Vec<_>, _>>()
+    };
+    match value {
+        serde_json::Value::Array(items) => each(items, ""),
+        serde_json::Value::Object(mut m) if m.contains_key("tasks") => {
+            // A set without a schema is read as the first one there was.
+            let schema = m
+                .get("schema")
+                .and_then(|s| s.as_str())
+                .unwrap_or(RESULT_SET_SCHEMA_V1);
+            if schema != RESULT_SET_SCHEMA && schema != RESULT_SET_SCHEMA_V1 {
+                return Err(bad(
+                    "schema",
+                    format!("`{schema}` is not a result set this arena reads ({RESULT_SET_SCHEMA}, {RESULT_SET_SCHEMA_V1})"),
+                ));
+            }
+            match m.remove("tasks") {
+                Some(serde_json::Value::Array(items)) => each(items, "tasks"),
+                _ => Err(bad("tasks", "expected a list of task results".into())),
+            }
+        }
+        v @ serde_json::Value::Object(_) => {
+            Ok(vec![parse_result(v).map_err(|m| bad("(result)", m))?])
+        }
+        other => Err(bad(
+            "(json)",
+            format!(
+                "expected a result set, a list of task results or one task result, found {}",
+                match other {
+                    serde_json::Value::Null => "null",
+                    serde_json::Value::Bool(_) => "a boolean",
+                    serde_json::Value::Number(_) => "a number",
+                    _ => "a string",
+                }
+            ),
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn minimal(schema: &str) -> serde_json::Value {
+        let ok = serde_json::json!({"status": "ok", "error": null});
+        serde_json::json!({
+            "schema": schema, "task_id": "t/a/b", "task_type": "triton2triton",
+            "baseline": {"compile": ok, "correctness": ok, "performance": []},
+            "candidate": {"compile": ok, "correctness": ok, "performance": []},
+            "digests": {"task": "sha256:x"},
+        })
+    }
+
+    #[test]
+    fn v1_results_are_read_with_their_fields_kept_and_no_trust() {
+        let r = parse_result(minimal(TASK_RESULT_SCHEMA_V1)).unwrap();
+        assert_eq!(r.trust, Trust::Unrecorded);
+        assert!(r.provenance.is_none());
+        assert!(r.extra.contains_key("digests"));
+        assert_eq!(r.task_id.as_str(), "t/a/b");
+    }
+
+    #[test]
+    fn unknown_schemas_and_bad_task_ids_are_refused() {
+        let e = parse_result(minimal("arena.task_result/v9")).unwrap_err();
+        assert!(e.contains("arena.task_result/v9"), "{e}");
+        let mut v = minimal(TASK_RESULT_SCHEMA);
+        v["task_id"] = "../etc".into();
+        assert!(parse_result(v).is_err());
+    }
+
+    #[test]
+    fn a_v2_result_round_trips() {
+        let mut r = parse_result(minimal(TASK_RESULT_SCHEMA)).unwrap();
+        r.trust = Trust::Trusted;
+        r.timings = Some(Timings {
+            total_s: 3.0,
+            agent_s: Some(1.0),
+            ..Default::default()
+        });
+        let back = parse_result(serde_json::to_value(&r).unwrap()).unwrap();
+        assert_eq!(back, r);
+        assert_eq!(
+            serde_json::to_value(Trust::SelfReportedCrossChecked).unwrap(),
+            "self_reported_cross_checked"
+        );
+    }
+}

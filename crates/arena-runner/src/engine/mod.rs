@@ -1,0 +1,280 @@
+//! The engine: the runner's GPUs, its container engine and store, and the runs it carries
+//! out — a registry of runs (one per id, reserved atomically), the queue that hands task runs
+//! to GPUs ([`crate::scheduler`]), and the run directory that persists every result. How a
+//! run starts is in [`submit`] (a new or resumed run), [`unseen`] (a finished run on a hidden
+//! set) and [`exec`] (one task run, for a Slurm job).
+
+mod exec;
+mod finish;
+mod submit;
+#[cfg(test)]
+mod tests;
+mod unseen;
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use arena_image::{Lockfile, Store};
+use arena_proto::v1::{EventKind, RunState};
+use arena_run::events::{Detail, Events};
+use arena_run::{Agent, HiddenSet, Item, RunDir, RunRecord};
+use arena_runtime::ContainerRuntime;
+use arena_task::Task;
+use tokio::sync::watch;
+
+pub use exec::ExecRequest;
+
+use crate::error::{Result, RunnerError};
+use crate::gpus::Gpu;
+use crate::policy::Policy;
+use crate::scheduler::{schedule, GpuPool};
+use crate::task_run::RunContext;
+
+pub struct Engine {
+    pub rt: Arc<dyn ContainerRuntime>,
+    pub store: Store,
+    pub pool: Arc<GpuPool>,
+    /// Where agent names are looked up (`NAME.toml`).
+    pub agent_dirs: Vec<PathBuf>,
+    pub policy: Policy,
+    runs: Mutex<HashMap<String, Arc<RunHandle>>>,
+}
+
+/// A run the engine knows: its events, its state, how to cancel it.
+pub struct RunHandle {
+    pub record: RunRecord,
+    pub rundir: RunDir,
+    pub items: Vec<Item>,
+    pub events: Arc<Events>,
+    cancel: watch::Sender<bool>,
+    state: Mutex<(RunState, Option<String>)>,
+    errors: Mutex<u32>,
+}
+
+impl RunHandle {
+    fn new(record: RunRecord, rundir: RunDir, items: Vec<Item>, events: Arc<Events>) -> Self {
+        RunHandle {
+            record,
+            rundir,
+            items,
+            events,
+            cancel: watch::channel(false).0,
+            state: Mutex::new((RunState::Queued, None)),
+            errors: Mutex::new(0),
+        }
+    }
+
+    pub fn state(&self) -> (RunState, Option<String>) {
+        self.state.lock().unwrap().clone()
+    }
+
+    pub fn errors(&self) -> u32 {
+        *self.errors.lock().unwrap()
+    }
+
+    pub fn cancel(&self) {
+        let _ = self.cancel.send(true);
+    }
+
+    fn is_live(&self) -> bool {
+        matches!(self.state().0, RunState::Queued | RunState::Running)
+    }
+}
+
+/// What a queued task run does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Work {
+    /// Baseline, agent, evaluator (and the unseen evaluations if the run has a hidden set).
+    Full,
+    /// Only the unseen evaluations of a finished task run (`arenactl unseen eval`).
+    UnseenOnly,
+}
+
+/// What a run context is made of, besides what the engine and the run's start give.
+struct ContextParts {
+    record: RunRecord,
+    rundir: RunDir,
+    agent: Agent,
+    lock: Lockfile,
+    tasks: BTreeMap<String, Task>,
+    hidden: Option<HiddenSet>,
+    env: HashMap<String, String>,
+}
+
+impl Engine {
+    pub fn new(
+        rt: Arc<dyn ContainerRuntime>,
+        store: Store,
+        gpus: Vec<Gpu>,
+        agent_dirs: Vec<PathBuf>,
+        policy: Policy,
+    ) -> Engine {
+        Engine {
+            rt,
+            store,
+            pool: GpuPool::new(gpus),
+            agent_dirs,
+            policy,
+            runs: Mutex::new(HashMap::new()),
+        }
+    }
+
+    pub fn run(&self, id: &str) -> Option<Arc<RunHandle>> {
+        self.runs.lock().unwrap().get(id).cloned()
+    }
+
+    /// Registers `h` as the run of its id, atomically: a second request for a run that is
+    /// queued or running is refused (`why` completes "run ID …"), so two submissions of one
+    /// run can never both start, nor one remove the other's containers.
+    fn reserve(&self, h: Arc<RunHandle>, why: &str) -> Result<Arc<RunHandle>> {
+        let mut runs = self.runs.lock().unwrap();
+        let id = h.record.run_id.clone();
+        if runs.get(&id).is_some_and(|old| old.is_live()) {
+            return Err(RunnerError::Other(format!("run {id} {why}")));
+        }
+        runs.insert(id, h.clone());
+        Ok(h)
+    }
+
+    /// Takes back a reservation that never started.
+    fn release(&self, h: &RunHandle, error: &str) {
+        *h.state.lock().unwrap() = (RunState::Failed, Some(error.to_string()));
+    }
+
+    /// Every locked image of `tasks` in the engine with the locked digest (imported from the
+    /// store if missing). A different digest refuses the run, naming the task.
+    async fn ensure_images(&self, lock: &Lockfile, tasks: &BTreeMap<String, Task>) -> Result<()> {
+        for id in tasks.keys() {
+            let rec = lock.task_image(id).ok_or_else(|| {
+                RunnerError::Other(format!("{id}: loaded but not in the lockfile"))
+            })?;
+            self.rt
+                .ensure_image(&self.store, rec)
+                .await
+                .map_err(|e| match e {
+                    arena_runtime::RuntimeError::ImageMismatch {
+                        name,
+                        expected,
+                        found,
+                    } => RunnerError::drift(
+                        id,
+                        format!("image {name} in containerd"),
+                        expected,
+                        found,
+                    ),
+                    e => RunnerError::Runtime {
+                        task: id.clone(),
+                        source: e,
+                    },
+                })?;
+        }
+        Ok(())
+    }
+
+    fn context(
+        &self,
+        parts: ContextParts,
+        events: Arc<Events>,
+        cancel: watch::Receiver<bool>,
+    ) -> RunContext {
+        RunContext {
+            rt: self.rt.clone(),
+            store: self.store.clone(),
+            record: parts.record,
+            rundir: parts.rundir,
+            agent: parts.agent,
+            lock: parts.lock,
+            tasks: parts.tasks,
+            events,
+            cancel,
+            env: parts.env,
+            hidden: parts.hidden,
+            attempt: crate::task_run::new_attempt(),
+        }
+    }
+
+    /// Starts a reserved run: queues `todo` on the GPU pool and finishes the run when the
+    /// queue is empty.
+    fn launch(&self, h: Arc<RunHandle>, parts: ContextParts, todo: Vec<Item>, work: Work) {
+        *h.state.lock().unwrap() = (RunState::Running, None);
+        let cancel_rx = h.cancel.subscribe();
+        let ctx = Arc::new(self.context(parts, h.events.clone(), cancel_rx.clone()));
+        let pool = self.pool.clone();
+        tokio::spawn(async move {
+            let (c2, h2) = (ctx.clone(), h.clone());
+            schedule(
+                todo,
+                pool,
+                cancel_rx.clone(),
+                Item::label,
+                move |item, gpu| {
+                    let (ctx, h) = (c2.clone(), h2.clone());
+                    async move { run_one(ctx, h, item, gpu, work).await }
+                },
+            )
+            .await;
+            let cancelled = *cancel_rx.borrow();
+            finish::finish(&ctx, &h, cancelled, work).await;
+        });
+    }
+}
+
+/// One task run on its GPU. A failure of the arena itself — the engine, a file, a panic —
+/// is an infrastructure error: recorded in the task run's directory with its reason, counted,
+/// reported, and retried by the next start of the run; it never becomes a result.
+async fn run_one(ctx: Arc<RunContext>, h: Arc<RunHandle>, item: Item, gpu: Gpu, work: Work) {
+    let (c2, i2, g2) = (ctx.clone(), item.clone(), gpu.clone());
+    // In a task of its own, so that a panic is caught here and not lost with the GPU.
+    let joined = tokio::spawn(async move {
+        match work {
+            Work::Full => c2.run_item(&i2, &g2).await,
+            Work::UnseenOnly => c2.run_unseen_item(&i2, &g2).await,
+        }
+    })
+    .await;
+    let outcome = joined.unwrap_or_else(|e| {
+        let why = if e.is_panic() {
+            let p = e.into_panic();
+            p.downcast_ref::<String>()
+                .cloned()
+                .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_else(|| "a panic".into())
+        } else {
+            "the task run was aborted".into()
+        };
+        Err(RunnerError::Other(format!("internal error: {why}")))
+    });
+    match outcome {
+        Ok(result) => {
+            ctx.events.emit(
+                EventKind::TaskResult,
+                Some(&item),
+                Detail {
+                    gpu: Some(gpu.index),
+                    passed: result.candidate.correct(),
+                    result_json: serde_json::to_string(&result).unwrap_or_default(),
+                    ..Default::default()
+                },
+            );
+        }
+        Err(RunnerError::Cancelled) => {}
+        Err(e) => {
+            *h.errors.lock().unwrap() += 1;
+            let reason = e.to_string();
+            tracing::error!(task = %item.label(), "infrastructure error: {reason}");
+            if let Err(w) = h.rundir.write_infra_error(&item, &reason) {
+                tracing::error!(task = %item.label(), "recording it: {w}");
+            }
+            ctx.events.emit(
+                EventKind::TaskError,
+                Some(&item),
+                Detail {
+                    gpu: Some(gpu.index),
+                    message: reason,
+                    ..Default::default()
+                },
+            );
+        }
+    }
+}

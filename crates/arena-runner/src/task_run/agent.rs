@@ -1,0 +1,122 @@
+//! The agent phase: a fresh workspace (a copy of the task tree, without build outputs), then
+//! the agent in its own container — the workspace read-write, the task read-only at
+//! `/reference`, the prompt at `/arena/prompt.md`, the agent's own read-only mounts, its
+//! network, the task run's GPU — under the agent's timeout.
+
+use std::path::Path;
+use std::time::Instant;
+
+use arena_proto::v1::EventKind;
+use arena_run::agent::{PROMPT_FILE, REFERENCE, WORKSPACE};
+use arena_run::events::Detail;
+use arena_run::result::Timings;
+use arena_runtime::{ContainerConfig, ImageRef, RunOutcome};
+use arena_task::EntryKind;
+
+use super::{bind, TaskRun};
+use crate::error::{Result, RunnerError};
+
+/// Copies the task tree (without build/ and caches) into a new workspace.
+pub(crate) fn copy_task_tree(task_dir: &Path, dest: &Path) -> Result<()> {
+    std::fs::create_dir_all(dest).map_err(|e| RunnerError::io(dest, e))?;
+    for e in arena_task::task_tree(task_dir)? {
+        let to = dest.join(&e.rel);
+        match &e.kind {
+            EntryKind::Dir => {
+                std::fs::create_dir_all(&to).map_err(|err| RunnerError::io(&to, err))?
+            }
+            EntryKind::File { .. } => {
+                std::fs::copy(&e.path, &to).map_err(|err| RunnerError::io(&to, err))?;
+            }
+            EntryKind::Symlink { target } => {
+                std::os::unix::fs::symlink(target, &to).map_err(|err| RunnerError::io(&to, err))?
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The agent's container and the image it ran in.
+pub(crate) struct AgentRun {
+    pub outcome: RunOutcome,
+    pub image: ImageRef,
+}
+
+impl TaskRun<'_> {
+    pub(crate) async fn agent(
+        &self,
+        agent_image: &Option<(ImageRef, Vec<String>)>,
+        timings: &mut Timings,
+    ) -> Result<AgentRun> {
+        let (ctx, item, task) = (self.ctx, self.item, self.task);
+        let t = Instant::now();
+        let dir = ctx.rundir.item_dir(item);
+        let workspace = dir.join("workspace");
+        copy_task_tree(&task.dir, &workspace)?;
+        timings.workspace_s = Some(t.elapsed().as_secs_f64());
+
+        let (image, env) = match agent_image {
+            Some((i, e)) => (i.clone(), e.clone()),
+            None => (self.image.clone(), self.env.clone()),
+        };
+        let agent_dir = dir.join("agent");
+        std::fs::create_dir_all(&agent_dir).map_err(|e| RunnerError::io(&agent_dir, e))?;
+        let prompt = arena_run::prompt::prompt(task, &ctx.agent, &self.gpu.kind);
+        let pf = agent_dir.join("prompt.md");
+        std::fs::write(&pf, &prompt).map_err(|e| RunnerError::io(&pf, e))?;
+        let mut cfg = ContainerConfig::command(&[]);
+        cfg.args = ctx.agent.render_command(&task.id, &prompt);
+        let mut envs = env;
+        envs.extend(ctx.agent.environment(|k| ctx.env.get(k).cloned()));
+        envs.push(format!("ARENA_TASK_ID={}", task.id));
+        envs.push(format!("ARENA_PROMPT_FILE={PROMPT_FILE}"));
+        envs.push(format!("ARENA_WORKSPACE={WORKSPACE}"));
+        cfg.env = arena_runtime::spec::merge_env(&envs);
+        cfg.cwd = WORKSPACE.into();
+        cfg.network = crate::policy::agent_network(&ctx.agent.network);
+        cfg.devices = self
+            .gpu
+            .profile
+            .resolve()
+            .map_err(|e| ctx.runtime_err(item, e))?;
+        cfg.tmp_bytes = 1 << 30;
+        cfg.binds = vec![
+            bind(&workspace, WORKSPACE, false),
+            bind(&task.dir, REFERENCE, true),
+            bind(&agent_dir, "/arena", true),
+        ];
+        for m in &ctx.agent.mounts {
+            cfg.binds.push(bind(&m.host, &m.container, true));
+        }
+        ctx.events.emit(
+            EventKind::AgentStarted,
+            Some(item),
+            Detail {
+                gpu: Some(self.gpu.index),
+                message: ctx.agent.name.clone(),
+                ..Default::default()
+            },
+        );
+        let out = ctx
+            .container(item, "agent", &image, cfg, ctx.agent.timeout_s)
+            .await?;
+        ctx.events.emit(
+            EventKind::AgentFinished,
+            Some(item),
+            Detail {
+                gpu: Some(self.gpu.index),
+                passed: out.exit_code == 0 && !out.timed_out,
+                message: if out.timed_out {
+                    format!("timed out after {} s", ctx.agent.timeout_s)
+                } else {
+                    format!("exit {} after {:.1} s", out.exit_code, out.durations.run_s)
+                },
+                ..Default::default()
+            },
+        );
+        Ok(AgentRun {
+            outcome: out,
+            image,
+        })
+    }
+}

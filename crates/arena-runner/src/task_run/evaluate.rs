@@ -1,0 +1,234 @@
+//! The evaluate phase: a fresh evaluator container running a generated gate script over the
+//! image's task — the harness from the image, the agent's staged sources bound read-only over
+//! the task's own files, no network, the task run's GPU — and its reports read back into an
+//! [`Evaluation`]. The candidate phase stages the agent's declared sources first; sources the
+//! evaluator refuses to take fail the candidate, with the reason, and no container sees them.
+
+use std::path::PathBuf;
+
+use arena_eval::layout::{self, GATES_FILE, OUT_DIR, SCRIPT};
+use arena_eval::record::{Evaluation, GateReport, GateStatus};
+use arena_eval::sources::StagedSource;
+use arena_eval::{collect, gate_script, stage_sources, GateTimeouts};
+use arena_proto::v1::EventKind;
+use arena_run::events::Detail;
+use arena_runtime::{BindMount, ContainerConfig, Network, RunOutcome};
+
+use super::{bind, TaskRun};
+use crate::error::{Result, RunnerError};
+
+/// One evaluation and the container that produced it.
+pub(crate) struct Phase {
+    pub evaluation: Evaluation,
+    pub outcome: RunOutcome,
+}
+
+/// One evaluator container: its phase, the script it runs, what is bound in, how long it may
+/// take.
+pub(crate) struct EvaluatorRun<'a> {
+    pub phase: &'a str,
+    pub script_name: &'a str,
+    pub script: String,
+    pub sources: &'a [StagedSource],
+    pub extra_binds: &'a [BindMount],
+    pub limit_s: u64,
+}
+
+/// The candidate phase: what the evaluator made of the agent's sources.
+pub(crate) struct Candidate {
+    pub evaluation: Evaluation,
+    /// The evaluator container, where the sources were taken.
+    pub phase: Option<Phase>,
+    pub staged: Option<Vec<StagedSource>>,
+    /// Why the sources were refused.
+    pub refused: Option<String>,
+}
+
+impl Candidate {
+    pub fn staged(&self) -> Option<&[StagedSource]> {
+        self.staged.as_deref()
+    }
+}
+
+/// Gate names in events: the unseen evaluations say which they are.
+pub(crate) fn gate_label(phase: &str, gate: &str) -> String {
+    if phase.starts_with("unseen") {
+        format!("{phase} {gate}")
+    } else {
+        gate.to_string()
+    }
+}
+
+impl TaskRun<'_> {
+    /// A fresh evaluator container running a generated script: the image's task, `sources`
+    /// bound read-only over its files, the phase's `out/` and `build/` (emptied first) bound
+    /// read-write, no network, the task run's GPU. Returns the out and build directories.
+    pub(crate) async fn evaluator(
+        &self,
+        run: EvaluatorRun<'_>,
+    ) -> Result<(PathBuf, PathBuf, RunOutcome)> {
+        let ctx = self.ctx;
+        let dir = ctx.rundir.item_dir(self.item).join(run.phase);
+        let (out, build) = (dir.join("out"), dir.join("build"));
+        for d in [&out, &build] {
+            // Reports of an earlier evaluation (an unseen set evaluated again) must not stand
+            // in for this one's. (The phase directory itself may hold the staged sources.)
+            let _ = std::fs::remove_dir_all(d);
+            std::fs::create_dir_all(d).map_err(|e| RunnerError::io(d, e))?;
+        }
+        let script = dir.join(run.script_name);
+        std::fs::write(&script, &run.script).map_err(|e| RunnerError::io(&script, e))?;
+        let mut cfg = ContainerConfig::command(&["sh", SCRIPT]);
+        cfg.env = arena_runtime::spec::merge_env(&self.env);
+        cfg.cwd = layout::TASK_ROOT.into();
+        cfg.network = Network::None;
+        cfg.devices = self
+            .gpu
+            .profile
+            .resolve()
+            .map_err(|e| ctx.runtime_err(self.item, e))?;
+        cfg.binds = vec![
+            bind(&script, SCRIPT, true),
+            bind(&out, OUT_DIR, false),
+            bind(&build, &layout::build_dir(), false),
+        ];
+        for s in run.sources {
+            cfg.binds
+                .push(bind(&s.host, &layout::source_path(&s.rel), true));
+        }
+        cfg.binds.extend(run.extra_binds.iter().cloned());
+        let outcome = ctx
+            .container(self.item, run.phase, &self.image, cfg, run.limit_s)
+            .await?;
+        Ok((out, build, outcome))
+    }
+
+    /// One gated evaluation in a fresh evaluator container, with an event per gate reached.
+    pub(crate) async fn evaluate(
+        &self,
+        phase: &str,
+        sources: &[StagedSource],
+        extra_binds: &[BindMount],
+        event: EventKind,
+    ) -> Result<Phase> {
+        let timeouts = GateTimeouts::for_task(&self.task.config);
+        let run = EvaluatorRun {
+            phase,
+            script_name: "gates.sh",
+            script: gate_script(&self.task.config, &timeouts),
+            sources,
+            extra_binds,
+            limit_s: timeouts.total(),
+        };
+        let (out, build, outcome) = self.evaluator(run).await?;
+        let note = outcome
+            .timed_out
+            .then(|| format!("evaluator timed out after {} s", timeouts.total()));
+        let evaluation = collect(&out, &build, note.as_deref());
+        let _ = std::fs::remove_file(out.join(GATES_FILE));
+        self.gate_events(phase, &evaluation, event);
+        Ok(Phase {
+            evaluation,
+            outcome,
+        })
+    }
+
+    fn gate_events(&self, phase: &str, evaluation: &Evaluation, event: EventKind) {
+        let emit = |gate: &str, passed: bool, message: String| {
+            self.ctx.events.emit(
+                event,
+                Some(self.item),
+                Detail {
+                    gpu: Some(self.gpu.index),
+                    gate: gate_label(phase, gate),
+                    passed,
+                    message,
+                    ..Default::default()
+                },
+            )
+        };
+        for (gate, r) in [
+            ("compile", &evaluation.compile),
+            ("correctness", &evaluation.correctness),
+        ] {
+            if r.status != GateStatus::Skipped {
+                emit(gate, r.passed(), r.error.clone().unwrap_or_default());
+            }
+        }
+        if evaluation.correct() {
+            let ok = !evaluation.performance.is_empty()
+                && evaluation.performance.iter().all(|c| c.measured());
+            emit(
+                "performance",
+                ok,
+                format!("{} cases", evaluation.performance.len()),
+            );
+        }
+    }
+
+    /// The agent's declared sources, taken out of its workspace as regular files.
+    fn stage(&self) -> std::result::Result<Vec<StagedSource>, String> {
+        let dir = self.ctx.rundir.item_dir(self.item);
+        stage_sources(
+            &dir.join("workspace"),
+            &self.task.config.source_file_path,
+            &dir.join("candidate/src"),
+        )
+        .map_err(|e| e.to_string())
+    }
+
+    /// The agent's sources staged again for a later unseen evaluation; None if refused.
+    pub(crate) fn restage(&self) -> Result<Option<Vec<StagedSource>>> {
+        let dir = self.ctx.rundir.item_dir(self.item);
+        let stage = dir.join("unseen-candidate/src");
+        let _ = std::fs::remove_dir_all(&stage);
+        Ok(stage_sources(
+            &dir.join("workspace"),
+            &self.task.config.source_file_path,
+            &stage,
+        )
+        .ok())
+    }
+
+    /// The candidate phase: the agent's sources staged and evaluated, or refused.
+    pub(crate) async fn candidate(&self) -> Result<Candidate> {
+        match self.stage() {
+            Ok(staged) => {
+                let p = self
+                    .evaluate("candidate", &staged, &[], EventKind::EvaluatorGate)
+                    .await?;
+                Ok(Candidate {
+                    evaluation: p.evaluation.clone(),
+                    phase: Some(p),
+                    staged: Some(staged),
+                    refused: None,
+                })
+            }
+            // The agent left something the evaluator refuses to take: its work fails to
+            // compile, with the reason, and no container sees it.
+            Err(why) => {
+                self.ctx.events.emit(
+                    EventKind::EvaluatorGate,
+                    Some(self.item),
+                    Detail {
+                        gpu: Some(self.gpu.index),
+                        gate: "compile".into(),
+                        passed: false,
+                        message: why.clone(),
+                        ..Default::default()
+                    },
+                );
+                Ok(Candidate {
+                    evaluation: Evaluation {
+                        compile: GateReport::new(GateStatus::Fail, Some(why.clone())),
+                        correctness: GateReport::new(GateStatus::Skipped, None),
+                        performance: Vec::new(),
+                    },
+                    phase: None,
+                    staged: None,
+                    refused: Some(why),
+                })
+            }
+        }
+    }
+}

@@ -1,0 +1,223 @@
+//! One task run, start to finish, one file per phase: the locked image ([`image`]), the
+//! baseline evaluation of the untouched sources ([`baseline`]), the agent in its container
+//! ([`agent`]), the evaluation of the agent's declared sources in a fresh evaluator container
+//! ([`evaluate`]), both kernels on the hidden unseen configurations ([`unseen`]), and the task
+//! result, written atomically ([`result`]). Every container goes through the
+//! [`ContainerRuntime`] boundary, so each phase is unit-tested against the in-memory engine.
+
+mod agent;
+mod baseline;
+mod evaluate;
+mod image;
+mod result;
+#[cfg(test)]
+mod tests;
+mod unseen;
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use arena_image::{ImageRecord, Lockfile, Store};
+use arena_run::events::Events;
+use arena_run::result::{TaskResult, Timings};
+use arena_run::{Agent, HiddenSet, Item, RunDir, RunRecord};
+use arena_runtime::{
+    run_container, BindMount, ContainerConfig, ContainerRuntime, ImageRef, RunOutcome, RunRequest,
+};
+use arena_task::Task;
+use sha2::{Digest, Sha256};
+use tokio::sync::watch;
+
+use crate::error::{Result, RunnerError};
+use crate::gpus::Gpu;
+
+pub use image::image_env;
+
+/// Bytes of each container stream kept in the logs.
+const LOG_CAP: u64 = 8 << 20;
+
+/// What every task run of one run shares.
+pub struct RunContext {
+    pub rt: Arc<dyn ContainerRuntime>,
+    pub store: Store,
+    pub record: RunRecord,
+    pub rundir: RunDir,
+    pub agent: Agent,
+    pub lock: Lockfile,
+    pub tasks: BTreeMap<String, Task>,
+    pub events: Arc<Events>,
+    pub cancel: watch::Receiver<bool>,
+    /// The environment agent `env_passthrough` entries are read from.
+    pub env: HashMap<String, String>,
+    /// The sealed hidden set of unseen configurations, if the run has one.
+    pub hidden: Option<HiddenSet>,
+    /// This runner start's part of container names ([`new_attempt`]).
+    pub attempt: String,
+}
+
+fn short_hash(s: &str) -> String {
+    hex::encode(&Sha256::digest(s.as_bytes())[..4])
+}
+
+/// `<run id>-<attempt>-<task hash>-r<repeat>-<phase>`: every container of a run shares the run
+/// id prefix that a resumed runner cleans by, and each runner start (`attempt`) uses new names,
+/// because a runner killed while containerd was starting a task can leave that task's shim
+/// state behind under the old name, where a new task of the same name cannot be created.
+pub fn container_id(run_id: &str, attempt: &str, item: &Item, phase: &str) -> String {
+    format!(
+        "{run_id}-{attempt}-{}-r{}-{phase}",
+        short_hash(&item.task_id),
+        item.repeat
+    )
+}
+
+/// What every container id of a task's task runs holds (`-<task hash>-r`).
+pub fn task_marker(task_id: &str) -> String {
+    format!("-{}-r", short_hash(task_id))
+}
+
+/// Whether a container id is one of `item`'s in run `run_id` (any runner start, any phase).
+pub fn is_item_container(id: &str, run_id: &str, item: &Item) -> bool {
+    let marker = format!("-{}-r{}-", short_hash(&item.task_id), item.repeat);
+    id.starts_with(&format!("{run_id}-")) && id.contains(&marker)
+}
+
+/// A short name for one runner start of a run (see [`container_id`]).
+pub fn new_attempt() -> String {
+    let mut b = [0u8; 3];
+    getrandom::fill(&mut b).expect("the kernel's random source is available");
+    hex::encode(b)
+}
+
+pub(crate) fn bind(source: impl Into<PathBuf>, destination: &str, readonly: bool) -> BindMount {
+    BindMount {
+        source: source.into(),
+        destination: destination.to_string(),
+        readonly,
+    }
+}
+
+/// The pieces a task run's phases share: its task, image and environment, and its GPU.
+pub(crate) struct TaskRun<'a> {
+    pub ctx: &'a RunContext,
+    pub item: &'a Item,
+    pub task: &'a Task,
+    pub rec: &'a ImageRecord,
+    pub image: ImageRef,
+    pub env: Vec<String>,
+    pub gpu: &'a Gpu,
+}
+
+impl RunContext {
+    fn runtime_err(&self, item: &Item, e: arena_runtime::RuntimeError) -> RunnerError {
+        RunnerError::Runtime {
+            task: item.label(),
+            source: e,
+        }
+    }
+
+    /// Runs one container of a task run (`phase` names it) with the run's log directory, log
+    /// cap and cancel signal; a cancelled container ends the task run.
+    async fn container(
+        &self,
+        item: &Item,
+        phase: &str,
+        image: &ImageRef,
+        config: ContainerConfig,
+        timeout_s: u64,
+    ) -> Result<RunOutcome> {
+        let req = RunRequest {
+            id: container_id(&self.record.run_id, &self.attempt, item, phase),
+            image: image.clone(),
+            config,
+            timeout: Duration::from_secs(timeout_s),
+            log_dir: self.rundir.item_dir(item).join("logs"),
+            log_cap: LOG_CAP,
+            labels: HashMap::new(),
+            cancel: Some(self.cancel.clone()),
+        };
+        let out = run_container(&self.rt, req)
+            .await
+            .map_err(|e| self.runtime_err(item, e))?;
+        if out.cancelled {
+            return Err(RunnerError::Cancelled);
+        }
+        Ok(out)
+    }
+
+    /// Runs one task run to its result (written to `result.json`).
+    pub async fn run_item(&self, item: &Item, gpu: &Gpu) -> Result<TaskResult> {
+        let t0 = Instant::now();
+        let mut timings = Timings::default();
+        let (task, rec, image, env) = self.task_image(item, gpu).await?;
+        let agent_image = self.agent_image(item).await?;
+        timings.image_s = Some(t0.elapsed().as_secs_f64());
+        let run = TaskRun {
+            ctx: self,
+            item,
+            task,
+            rec,
+            image,
+            env,
+            gpu,
+        };
+        let t = Instant::now();
+        let baseline = run.baseline().await?;
+        timings.baseline_s = Some(t.elapsed().as_secs_f64());
+        if let Some(reason) = baseline::unusable(&baseline.evaluation) {
+            return Err(RunnerError::BaselineFailed {
+                task: item.label(),
+                reason,
+            });
+        }
+        let t = Instant::now();
+        let agent = run.agent(&agent_image, &mut timings).await?;
+        timings.agent_s = Some(t.elapsed().as_secs_f64());
+        let t = Instant::now();
+        let candidate = run.candidate().await?;
+        timings.candidate_s = Some(t.elapsed().as_secs_f64());
+        let t = Instant::now();
+        let unseen = run.unseen(candidate.staged()).await?;
+        if unseen.is_some() {
+            timings.unseen_s = Some(t.elapsed().as_secs_f64());
+        }
+        timings.total_s = t0.elapsed().as_secs_f64();
+        run.write_result(result::Parts {
+            baseline,
+            agent,
+            candidate,
+            unseen,
+            timings,
+        })
+    }
+
+    /// Evaluates a finished task run on the run's hidden set: the agent's declared sources are
+    /// staged again from its workspace (as the evaluator took them), and the result gains the
+    /// unseen result, written atomically. Its seen result is not touched.
+    pub async fn run_unseen_item(&self, item: &Item, gpu: &Gpu) -> Result<TaskResult> {
+        let mut result = self.rundir.load_result(item).ok_or_else(|| {
+            RunnerError::Other(format!("{}: no finished result to evaluate", item.label()))
+        })?;
+        let (task, rec, image, env) = self.task_image(item, gpu).await?;
+        let run = TaskRun {
+            ctx: self,
+            item,
+            task,
+            rec,
+            image,
+            env,
+            gpu,
+        };
+        let staged = run.restage()?;
+        let unseen = run.unseen(staged.as_deref()).await;
+        let _ = std::fs::remove_dir_all(self.rundir.item_dir(item).join("unseen-candidate"));
+        result.unseen = unseen?;
+        if let (Some(p), Some(h)) = (result.provenance.as_mut(), &self.hidden) {
+            p.unseen_set = arena_digest::Digest::parse(&h.digest).ok();
+        }
+        arena_run::rundir::write_json(&self.rundir.result_path(item), &result)?;
+        Ok(result)
+    }
+}

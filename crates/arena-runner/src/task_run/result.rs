@@ -1,0 +1,115 @@
+//! The result phase: the task result record — evaluations, trust level, every digest it
+//! depends on, timings, containers — written atomically to `result.json`, the one mark of a
+//! finished task run.
+
+use std::path::Path;
+
+use arena_digest::Digest;
+use arena_run::result::{
+    ContainerRecord, GpuRecord, Provenance, TaskResult, Timings, Trust, UnseenResult,
+};
+use arena_runtime::{ImageRef, RunOutcome};
+
+use super::agent::AgentRun;
+use super::evaluate::{Candidate, Phase};
+use super::TaskRun;
+use crate::error::{Result, RunnerError};
+
+/// Everything the phases of a task run produced.
+pub(crate) struct Parts {
+    pub baseline: Phase,
+    pub agent: AgentRun,
+    pub candidate: Candidate,
+    pub unseen: Option<UnseenResult>,
+    pub timings: Timings,
+}
+
+/// A container's record; its logs named relative to the run directory.
+pub(crate) fn container_record(root: &Path, o: &RunOutcome) -> ContainerRecord {
+    let rel = |p: &Path| p.strip_prefix(root).unwrap_or(p).display().to_string();
+    ContainerRecord {
+        id: o.id.clone(),
+        exit_code: o.exit_code,
+        timed_out: o.timed_out,
+        create_s: o.durations.create_s,
+        start_s: o.durations.start_s,
+        run_s: o.durations.run_s,
+        teardown_s: o.durations.teardown_s,
+        stdout: Some(rel(&o.stdout)),
+        stderr: Some(rel(&o.stderr)),
+        stdout_truncated: o.stdout_truncated,
+        stderr_truncated: o.stderr_truncated,
+    }
+}
+
+fn digest(what: &str, s: &str) -> Result<Digest> {
+    Digest::parse(s).map_err(|e| RunnerError::Other(format!("{what}: {e}")))
+}
+
+impl TaskRun<'_> {
+    fn provenance(&self, agent_image: &ImageRef) -> Result<Provenance> {
+        let ctx = self.ctx;
+        Ok(Provenance {
+            arena_version: env!("CARGO_PKG_VERSION").to_string(),
+            run_id: ctx.record.run_id.clone(),
+            task: digest(
+                "task digest",
+                self.rec.task_digest.as_deref().unwrap_or_default(),
+            )?,
+            harness: arena_task::harness_digest(
+                &self.task.dir,
+                &self.task.config.source_file_path,
+            )?,
+            image: self.image.manifest.clone(),
+            agent_image: agent_image.manifest.clone(),
+            agent: digest("agent digest", &ctx.agent.digest)?,
+            lockfile: digest("lockfile digest", &ctx.record.lock_digest)?,
+            evaluator: None,
+            unseen_set: match &ctx.hidden {
+                Some(h) if h.files.contains_key(self.task.id.as_str()) => {
+                    Some(digest("hidden set digest", &h.digest)?)
+                }
+                _ => None,
+            },
+        })
+    }
+
+    pub(crate) fn write_result(&self, p: Parts) -> Result<TaskResult> {
+        let ctx = self.ctx;
+        let root = &ctx.rundir.root;
+        let mut result = TaskResult::new(
+            self.task.id.clone(),
+            self.task.config.task_type.as_str(),
+            self.item.repeat,
+            p.baseline.evaluation.clone(),
+            p.candidate.evaluation.clone(),
+        );
+        result.trust = Trust::SelfReported;
+        result.unseen = p.unseen;
+        result.provenance = Some(self.provenance(&p.agent.image)?);
+        result.timings = Some(p.timings);
+        result.gpu = Some(GpuRecord {
+            index: self.gpu.index,
+            kind: self.gpu.kind.clone(),
+        });
+        result.containers.insert(
+            "baseline".into(),
+            container_record(root, &p.baseline.outcome),
+        );
+        result
+            .containers
+            .insert("agent".into(), container_record(root, &p.agent.outcome));
+        if let Some(c) = &p.candidate.phase {
+            result
+                .containers
+                .insert("candidate".into(), container_record(root, &c.outcome));
+        }
+        result.candidate_refused = p.candidate.refused;
+        result.extra.insert(
+            "agent".into(),
+            serde_json::json!({ "name": ctx.agent.name }),
+        );
+        arena_run::rundir::write_json(&ctx.rundir.result_path(self.item), &result)?;
+        Ok(result)
+    }
+}

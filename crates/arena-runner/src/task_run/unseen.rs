@@ -1,0 +1,295 @@
+//! The unseen phase: the original and the agent's kernel on the task's hidden unseen
+//! configurations. Private copies of the harness with the declaration rewritten are bound
+//! over the image's, the task's hidden file is bound read-only, both only into these
+//! evaluator containers, and the copies are removed afterwards. A list declaration
+//! (`TEST_SHAPES`, parametrize) holds every configuration in one evaluation, and a kernel
+//! that fails it is probed per configuration for the failure counts; `get_inputs()`
+//! describes one configuration, so each is its own evaluation.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use arena_eval::layout;
+use arena_eval::record::{Evaluation, GateReport, GateStatus};
+use arena_eval::sources::StagedSource;
+use arena_eval::GateTimeouts;
+use arena_proto::v1::EventKind;
+use arena_run::events::Detail;
+use arena_run::result::UnseenResult;
+use arena_runtime::BindMount;
+use arena_task::declarations::Declaration;
+use arena_task::hidden::TaskUnseen;
+
+use super::evaluate::{gate_label, EvaluatorRun, Phase};
+use super::{bind, TaskRun};
+use crate::error::{Result, RunnerError};
+
+/// Where an unseen evaluator sees its task's hidden file (read-only). No other container
+/// ever gets a mount of the hidden set.
+pub const HIDDEN_MOUNT: &str = "/arena/hidden/task.json";
+
+impl TaskRun<'_> {
+    /// Both kernels on the task's unseen configurations (None: the run has no hidden set,
+    /// or the set does not cover this task).
+    pub(crate) async fn unseen(
+        &self,
+        staged: Option<&[StagedSource]>,
+    ) -> Result<Option<UnseenResult>> {
+        let (item, task) = (self.item, self.task);
+        let Some(hidden) = &self.ctx.hidden else {
+            return Ok(None);
+        };
+        let Some(file) = hidden.files.get(task.id.as_str()) else {
+            return Ok(None);
+        };
+        let hidden_file = hidden.dir.join(file);
+        let text =
+            std::fs::read_to_string(&hidden_file).map_err(|e| RunnerError::io(&hidden_file, e))?;
+        let set: TaskUnseen = serde_json::from_str(&text)
+            .map_err(|e| RunnerError::invalid(hidden_file.display(), "(json)", e.to_string()))?;
+        let private = self.ctx.rundir.item_dir(item).join("unseen-harness");
+        let _ = std::fs::remove_dir_all(&private);
+        let unseen = UnseenEval {
+            run: self,
+            hidden_file: &hidden_file,
+            decl: Declaration::parse(&set.declaration),
+            files: std::iter::once(set.harness.clone())
+                .chain(set.also.iter().cloned())
+                .collect(),
+            set: &set,
+            private: &private,
+        };
+        let outcome = async {
+            let original = unseen.kernel("unseen-original", &[]).await?;
+            let optimized = match staged {
+                Some(s) => Some(unseen.kernel("unseen-optimized", s).await?),
+                None => None,
+            };
+            Ok::<_, RunnerError>((original, optimized))
+        }
+        .await;
+        let _ = std::fs::remove_dir_all(&private);
+        let (original, optimized) = outcome?;
+        let optimized = match optimized {
+            Some(p) => p,
+            None => KernelOnUnseen {
+                evaluation: Evaluation {
+                    compile: GateReport::new(
+                        GateStatus::Fail,
+                        Some("the agent's sources were refused".into()),
+                    ),
+                    correctness: GateReport::new(GateStatus::Skipped, None),
+                    performance: Vec::new(),
+                },
+                failures: unseen.count(&vec![false; set.configs.len()]),
+            },
+        };
+        Ok(Some(UnseenResult {
+            set_digest: hidden.digest.clone(),
+            original: original.evaluation,
+            optimized: optimized.evaluation,
+            failures_by_category: optimized.failures,
+            original_failures_by_category: original.failures,
+        }))
+    }
+}
+
+/// One kernel's evaluation on the unseen configurations, and the configurations it fails
+/// by category.
+struct KernelOnUnseen {
+    evaluation: Evaluation,
+    failures: BTreeMap<String, u32>,
+}
+
+/// What evaluating one task on its unseen set needs.
+struct UnseenEval<'a> {
+    run: &'a TaskRun<'a>,
+    hidden_file: &'a Path,
+    decl: Declaration,
+    /// The files the declaration is rewritten in (relative to the task).
+    files: Vec<String>,
+    set: &'a TaskUnseen,
+    /// The run directory's private copies (removed after the evaluations).
+    private: &'a Path,
+}
+
+impl UnseenEval<'_> {
+    /// Writes the task's declaration files rewritten with `entries` under `dir`.
+    fn write_variant(&self, dir: &Path, entries: &[String]) -> Result<()> {
+        for rel in &self.files {
+            let host = self.run.task.dir.join(rel);
+            let src = std::fs::read_to_string(&host).map_err(|e| RunnerError::io(&host, e))?;
+            let text =
+                arena_task::declarations::rewrite(&src, &self.decl, entries).map_err(|e| {
+                    RunnerError::invalid(host.display(), &self.set.declaration, e.to_string())
+                })?;
+            let to = dir.join(rel);
+            if let Some(parent) = to.parent() {
+                std::fs::create_dir_all(parent).map_err(|e| RunnerError::io(parent, e))?;
+            }
+            std::fs::write(&to, text).map_err(|e| RunnerError::io(&to, e))?;
+        }
+        Ok(())
+    }
+
+    /// Read-only binds of a variant's files over the image's, and of the task's hidden file.
+    fn binds(&self, dir: &Path) -> Vec<BindMount> {
+        let mut b: Vec<BindMount> = self
+            .files
+            .iter()
+            .map(|rel| bind(dir.join(rel), &layout::source_path(rel), true))
+            .collect();
+        b.push(bind(self.hidden_file, HIDDEN_MOUNT, true));
+        b
+    }
+
+    fn entries(&self) -> Vec<String> {
+        self.set.configs.iter().map(|c| c.entry.clone()).collect()
+    }
+
+    /// Failed configurations by category, from one pass/fail per configuration.
+    fn count(&self, passed: &[bool]) -> BTreeMap<String, u32> {
+        let mut out = BTreeMap::new();
+        for (c, ok) in self.set.configs.iter().zip(passed) {
+            if !ok {
+                *out.entry(c.category.as_str().to_string()).or_default() += 1;
+            }
+        }
+        out
+    }
+
+    async fn evaluate(&self, phase: &str, sources: &[StagedSource], dir: &Path) -> Result<Phase> {
+        self.run
+            .evaluate(phase, sources, &self.binds(dir), EventKind::EvaluatorGate)
+            .await
+    }
+
+    /// One kernel (`sources` over the image's; none for the original) on the whole set.
+    async fn kernel(&self, phase: &str, sources: &[StagedSource]) -> Result<KernelOnUnseen> {
+        let n = self.set.configs.len();
+        if self.decl.one_config_per_file() {
+            let mut evals = Vec::new();
+            for (k, entry) in self.entries().into_iter().enumerate() {
+                let dir = self.private.join(format!("{phase}-{k}"));
+                self.write_variant(&dir, &[entry])?;
+                evals.push(
+                    self.evaluate(&format!("{phase}-{k}"), sources, &dir)
+                        .await?,
+                );
+            }
+            let passed: Vec<bool> = evals.iter().map(|p| p.evaluation.correct()).collect();
+            let evaluation =
+                merge_per_config(evals.into_iter().map(|p| p.evaluation).collect(), self.set);
+            return Ok(KernelOnUnseen {
+                evaluation,
+                failures: self.count(&passed),
+            });
+        }
+        let dir = self.private.join(phase);
+        self.write_variant(&dir, &self.entries())?;
+        let evaluation = self.evaluate(phase, sources, &dir).await?.evaluation;
+        let passed = if evaluation.correct() {
+            vec![true; n]
+        } else if evaluation.compiled() {
+            self.probe(&format!("{phase}-probe"), sources).await?
+        } else {
+            vec![false; n]
+        };
+        Ok(KernelOnUnseen {
+            evaluation,
+            failures: self.count(&passed),
+        })
+    }
+
+    /// Compiles once and runs correctness per configuration in one evaluator container.
+    async fn probe(&self, phase: &str, sources: &[StagedSource]) -> Result<Vec<bool>> {
+        let n = self.set.configs.len();
+        let variants = self.private.join(phase);
+        for (k, entry) in self.entries().into_iter().enumerate() {
+            self.write_variant(&variants.join(k.to_string()), &[entry])?;
+        }
+        let timeouts = GateTimeouts::for_task(&self.run.task.config);
+        let extra = [
+            bind(&variants, arena_eval::probe::PROBE_DIR, true),
+            bind(self.hidden_file, HIDDEN_MOUNT, true),
+        ];
+        let run = EvaluatorRun {
+            phase,
+            script_name: "probe.sh",
+            script: arena_eval::probe_script(&self.run.task.config, &timeouts, &self.files, n),
+            sources,
+            extra_binds: &extra,
+            limit_s: timeouts.compile + timeouts.correctness * n as u64 + 60,
+        };
+        let (out, _, _) = self.run.evaluator(run).await?;
+        let passed = arena_eval::read_probe(&out, n).unwrap_or_else(|| vec![false; n]);
+        let failed = passed.iter().filter(|p| !**p).count();
+        self.run.ctx.events.emit(
+            EventKind::EvaluatorGate,
+            Some(self.run.item),
+            Detail {
+                gpu: Some(self.run.gpu.index),
+                gate: gate_label(phase, "per-configuration correctness"),
+                passed: failed == 0,
+                message: format!("{failed} of {n} unseen configurations fail"),
+                ..Default::default()
+            },
+        );
+        Ok(passed)
+    }
+}
+
+/// One evaluation from the per-configuration evaluations of a `get_inputs()` task: it compiles
+/// if every one did, is correct if every one is, and its cases are every configuration's,
+/// named `u<k>.<case>`.
+fn merge_per_config(evals: Vec<Evaluation>, set: &TaskUnseen) -> Evaluation {
+    let label = |k: usize| {
+        set.configs
+            .get(k)
+            .map(|c| format!("unseen configuration {k} ({})", c.category.as_str()))
+            .unwrap_or_else(|| format!("unseen configuration {k}"))
+    };
+    let with_label = |k: usize, r: &GateReport| {
+        let mut r = r.clone();
+        r.error = Some(match &r.error {
+            Some(e) => format!("{}: {e}", label(k)),
+            None => label(k),
+        });
+        r
+    };
+    let compile = match evals.iter().position(|e| !e.compiled()) {
+        Some(k) => with_label(k, &evals[k].compile),
+        None => evals
+            .first()
+            .map(|e| e.compile.clone())
+            .unwrap_or_else(|| GateReport::new(GateStatus::Fail, Some("no configurations".into()))),
+    };
+    let correctness = if !compile.passed() {
+        GateReport::new(GateStatus::Skipped, None)
+    } else {
+        match evals.iter().position(|e| !e.correct()) {
+            Some(k) => with_label(k, &evals[k].correctness),
+            None => evals[0].correctness.clone(),
+        }
+    };
+    let performance = if correctness.passed() {
+        evals
+            .iter()
+            .enumerate()
+            .flat_map(|(k, e)| {
+                e.performance.iter().map(move |c| {
+                    let mut c = c.clone();
+                    c.test_case_id = format!("u{k}.{}", c.test_case_id);
+                    c
+                })
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
+    Evaluation {
+        compile,
+        correctness,
+        performance,
+    }
+}
