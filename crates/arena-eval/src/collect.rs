@@ -10,6 +10,10 @@ use crate::record::{Evaluation, GateReport, GateStatus, PerfCase};
 
 use crate::gate::{Gate, GATES};
 use crate::layout::GATES_FILE;
+use crate::untrusted::{read_text_beneath, Refusal};
+
+/// The most a report may hold (a container wrote it).
+pub const REPORT_CAP: u64 = 4 << 20;
 
 /// Exit codes of `timeout -s KILL` and of a process killed by SIGKILL.
 const KILLED: [i32; 2] = [124, 137];
@@ -51,7 +55,11 @@ pub fn collect(out_dir: &Path, build_dir: &Path, container_note: Option<&str>) -
 }
 
 fn read_codes(path: &Path) -> BTreeMap<String, i32> {
-    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let (dir, name) = (
+        path.parent().unwrap_or(Path::new(".")),
+        path.file_name().unwrap_or_default(),
+    );
+    let text = read_text_beneath(dir, Path::new(name), 64 << 10).unwrap_or_default();
     text.lines()
         .filter_map(|l| {
             let (g, c) = l.split_once(' ')?;
@@ -99,7 +107,16 @@ fn judge(g: Gate, code: Option<i32>, build: &Path, note: Option<&str>) -> GateRe
 }
 
 fn read_report(g: Gate, build: &Path) -> Option<GateReport> {
-    let text = std::fs::read_to_string(build.join(g.report_file())).ok()?;
+    let text = match read_text_beneath(build, Path::new(g.report_file()), REPORT_CAP) {
+        Ok(t) => t,
+        Err(Refusal::Missing) => return None,
+        Err(why) => {
+            return Some(GateReport::new(
+                GateStatus::Fail,
+                Some(format!("build/{}: refused: {why}", g.report_file())),
+            ))
+        }
+    };
     match serde_json::from_str::<GateReport>(&text) {
         Ok(r) => Some(r),
         Err(e) => Some(GateReport::new(
@@ -110,11 +127,14 @@ fn read_report(g: Gate, build: &Path) -> Option<GateReport> {
 }
 
 fn read_performance(build: &Path) -> Vec<PerfCase> {
-    let path = build.join(Gate::Performance.report_file());
-    std::fs::read_to_string(path)
-        .ok()
-        .and_then(|t| serde_json::from_str::<Vec<PerfCase>>(&t).ok())
-        .unwrap_or_default()
+    read_text_beneath(
+        build,
+        Path::new(Gate::Performance.report_file()),
+        REPORT_CAP,
+    )
+    .ok()
+    .and_then(|t| serde_json::from_str::<Vec<PerfCase>>(&t).ok())
+    .unwrap_or_default()
 }
 
 #[cfg(test)]
@@ -208,6 +228,46 @@ mod tests {
         assert!(e.compiled());
         let err = e.correctness.error.unwrap();
         assert!(err.contains("timed out after 60 s"), "{err}");
+    }
+
+    #[test]
+    fn a_report_that_is_a_link_or_a_fifo_fails_its_gate_and_is_never_followed() {
+        let (_d, out, build) = dirs();
+        fs::write(
+            out.join("gates"),
+            "compile 0\ncorrectness 0\nperformance 0\n",
+        )
+        .unwrap();
+        // A host file the container points at: its content must not reach the result.
+        let host = _d.path().join("host.json");
+        fs::write(&host, r#"{"status":"ok","error":null,"secret":"host"}"#).unwrap();
+        std::os::unix::fs::symlink(&host, build.join("compile_report.json")).unwrap();
+        nix::unistd::mkfifo(
+            &build.join("correctness_report.json"),
+            nix::sys::stat::Mode::S_IRWXU,
+        )
+        .unwrap();
+        let e = collect(&out, &build, None);
+        assert!(!e.compiled());
+        let err = e.compile.error.clone().unwrap();
+        assert!(
+            err.contains("refused") && err.contains("symbolic link"),
+            "{err}"
+        );
+        assert!(!serde_json::to_string(&e).unwrap().contains("secret"));
+    }
+
+    #[test]
+    fn a_fifo_report_does_not_hang_the_collection() {
+        let (_d, out, build) = dirs();
+        fs::write(out.join("gates"), "compile 0\n").unwrap();
+        nix::unistd::mkfifo(
+            &build.join("compile_report.json"),
+            nix::sys::stat::Mode::S_IRWXU,
+        )
+        .unwrap();
+        let e = collect(&out, &build, None);
+        assert!(e.compile.error.unwrap().contains("not a regular file"));
     }
 
     #[test]

@@ -11,6 +11,8 @@ pub mod probe;
 pub mod record;
 pub mod script;
 pub mod sources;
+pub mod trusted;
+pub mod untrusted;
 
 pub use collect::collect;
 pub use error::EvalError;

@@ -7,6 +7,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Component, Path, PathBuf};
 
 use crate::error::EvalError;
+use crate::untrusted::{read_beneath, Refusal};
 
 /// A staged source: where it is on the host and the task-relative path it replaces.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -22,7 +23,12 @@ fn refused(rel: &str, reason: impl Into<String>) -> EvalError {
     }
 }
 
-/// Copies each declared file from `workspace` to `stage` (same relative paths, mode 0644).
+/// The most a declared source file may hold.
+pub const SOURCE_CAP: u64 = 16 << 20;
+
+/// Copies each declared file from `workspace` to `stage` (same relative paths, mode 0644),
+/// reading it beneath the workspace without following any link, as a regular file of at
+/// most [`SOURCE_CAP`] bytes (a sparse file is as large as it claims).
 pub fn stage_sources(
     workspace: &Path,
     declared: &[String],
@@ -32,36 +38,30 @@ pub fn stage_sources(
     for rel in declared {
         let rel = rel.trim_start_matches("./");
         let rp = Path::new(rel);
-        if rp.components().any(|c| !matches!(c, Component::Normal(_))) {
+        if rel.is_empty() || rp.components().any(|c| !matches!(c, Component::Normal(_))) {
             return Err(refused(rel, "not a plain relative path"));
         }
-        // Every ancestor inside the workspace must be a real directory, not a link.
-        let mut at = workspace.to_path_buf();
-        for c in rp.components() {
-            at.push(c);
-            let meta = std::fs::symlink_metadata(&at).map_err(|e| {
-                if e.kind() == std::io::ErrorKind::NotFound {
-                    refused(rel, "declared source file is missing from the workspace")
-                } else {
-                    EvalError::io(&at, e)
-                }
-            })?;
-            if meta.file_type().is_symlink() {
-                return Err(refused(
-                    rel,
-                    "is a symbolic link; the evaluator takes regular files only",
-                ));
-            }
-        }
-        let meta = std::fs::metadata(&at).map_err(|e| EvalError::io(&at, e))?;
-        if !meta.is_file() {
-            return Err(refused(rel, "is not a regular file"));
-        }
+        let bytes = read_beneath(workspace, rp, SOURCE_CAP).map_err(|why| {
+            refused(
+                rel,
+                match why {
+                    Refusal::Missing => "declared source file is missing from the workspace".into(),
+                    Refusal::Escapes => {
+                        "is a symbolic link or lies behind one; the evaluator takes regular files only".into()
+                    }
+                    Refusal::NotRegular => "is not a regular file".into(),
+                    Refusal::TooLarge { size, cap } => {
+                        format!("is {size} bytes; a declared source may hold at most {cap}")
+                    }
+                    Refusal::Io(e) => e,
+                },
+            )
+        })?;
         let dest = stage.join(rp);
         if let Some(parent) = dest.parent() {
             std::fs::create_dir_all(parent).map_err(|e| EvalError::io(parent, e))?;
         }
-        std::fs::copy(&at, &dest).map_err(|e| EvalError::io(&dest, e))?;
+        std::fs::write(&dest, &bytes).map_err(|e| EvalError::io(&dest, e))?;
         std::fs::set_permissions(&dest, std::fs::Permissions::from_mode(0o644))
             .map_err(|e| EvalError::io(&dest, e))?;
         out.push(StagedSource {
@@ -109,5 +109,15 @@ mod tests {
         std::os::unix::fs::symlink(d.path().join("elsewhere"), ws.join("src2")).unwrap();
         let e = stage_sources(&ws, &["src2/k.py".into()], &st).unwrap_err();
         assert!(e.to_string().contains("symbolic link"), "{e}");
+        // A sparse file claiming a terabyte is refused before anything is read.
+        std::fs::File::create(ws.join("source/big.py"))
+            .unwrap()
+            .set_len(1 << 40)
+            .unwrap();
+        let e = stage_sources(&ws, &["source/big.py".into()], &st).unwrap_err();
+        assert!(e.to_string().contains("at most"), "{e}");
+        nix::unistd::mkfifo(&ws.join("source/fifo.py"), nix::sys::stat::Mode::S_IRWXU).unwrap();
+        let e = stage_sources(&ws, &["source/fifo.py".into()], &st).unwrap_err();
+        assert!(e.to_string().contains("not a regular file"), "{e}");
     }
 }

@@ -39,11 +39,27 @@ fn by_id(cases: &[PerfCase]) -> Result<BTreeMap<&str, f64>, PerfFailure> {
     Ok(m)
 }
 
+/// The original kernel's time measured beside the candidate's in the same session (the
+/// trusted evaluator's paired batches), where the case has one.
+pub fn paired_baseline(c: &PerfCase) -> Option<f64> {
+    c.extra.get("baseline_ms").and_then(|v| v.as_f64())
+}
+
 /// Arithmetic mean over the baseline's cases of baseline_ms / candidate_ms, matched by
-/// `test_case_id`. Any failed (≤ 0 ms, or non-finite) or missing case fails the gate.
+/// `test_case_id`. Where the candidate's case carries a paired baseline time (measured in the
+/// same session, interleaved), that time is the baseline's. Any failed (≤ 0 ms, or
+/// non-finite) or missing case fails the gate.
 pub fn speedup(baseline: &[PerfCase], candidate: &[PerfCase]) -> Result<f64, PerfFailure> {
-    let base = by_id(baseline)?;
+    let mut base = by_id(baseline)?;
     let cand = by_id(candidate)?;
+    for c in candidate {
+        if let (Some(b), true) = (
+            paired_baseline(c),
+            base.contains_key(c.test_case_id.as_str()),
+        ) {
+            base.insert(c.test_case_id.as_str(), b);
+        }
+    }
     if base.is_empty() {
         return Err(PerfFailure::NoCases);
     }
@@ -174,6 +190,20 @@ mod tests {
             speedup(&cases(&[("a", 1.0), ("a", 2.0)]), &cases(&[("a", 1.0)])),
             Err(PerfFailure::DuplicateCase { id: "a".into() })
         );
+        // A paired baseline time replaces the baseline evaluation's.
+        let mut paired = cases(&[("a", 2.0)]);
+        paired[0]
+            .extra
+            .insert("baseline_ms".into(), serde_json::json!(6.0));
+        assert_eq!(speedup(&cases(&[("a", 4.0)]), &paired), Ok(3.0));
+        let mut zero = cases(&[("a", 2.0)]);
+        zero[0]
+            .extra
+            .insert("baseline_ms".into(), serde_json::json!(0.0));
+        assert!(matches!(
+            speedup(&cases(&[("a", 4.0)]), &zero),
+            Err(PerfFailure::BaselineCaseFailed { .. })
+        ));
         // Extra candidate cases are ignored: the baseline defines the test set.
         assert_eq!(
             speedup(&cases(&[("a", 4.0)]), &cases(&[("a", 2.0), ("z", 1.0)])),

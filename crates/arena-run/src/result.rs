@@ -166,6 +166,10 @@ pub struct TaskResult {
     /// Why the agent's sources never reached an evaluator (a symlink, a missing file…).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub candidate_refused: Option<String>,
+    /// The trusted evaluator's record of each evaluation, by phase: its secret seed (told
+    /// once no kernel ran any more), its warnings, its gate times.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub evaluators: BTreeMap<String, serde_json::Value>,
     /// Fields this arena does not know (kept verbatim).
     #[serde(flatten)]
     pub extra: BTreeMap<String, serde_json::Value>,
@@ -194,6 +198,7 @@ impl TaskResult {
             gpu: None,
             containers: BTreeMap::new(),
             candidate_refused: None,
+            evaluators: BTreeMap::new(),
             extra: BTreeMap::new(),
         }
     }

@@ -16,6 +16,7 @@ pub mod fake;
 pub mod gpu;
 mod image_ref;
 pub mod lifecycle;
+pub mod seccomp;
 pub mod spec;
 
 pub use boundary::{ContainerRuntime, ContainerSpec, Leftovers, LogStats, MANAGED_LABEL};
@@ -25,4 +26,4 @@ pub use error::{Result, RuntimeError};
 pub use gpu::{BindMount, DeviceGrant, GpuProfile};
 pub use image_ref::ImageRef;
 pub use lifecycle::{run_container, RunOutcome, RunRequest};
-pub use spec::{ContainerConfig, Limits, Network};
+pub use spec::{ContainerConfig, Limits, Network, Tmpfs};

@@ -5,9 +5,10 @@
 use std::path::PathBuf;
 
 use oci_spec::runtime::{
-    LinuxBuilder, LinuxCpuBuilder, LinuxDeviceBuilder, LinuxDeviceCgroupBuilder, LinuxDeviceType,
-    LinuxMemoryBuilder, LinuxNamespaceType, LinuxPidsBuilder, LinuxResourcesBuilder, Mount,
-    MountBuilder, ProcessBuilder, RootBuilder, Spec, UserBuilder,
+    Capability, LinuxBuilder, LinuxCapabilitiesBuilder, LinuxCpuBuilder, LinuxDeviceBuilder,
+    LinuxDeviceCgroupBuilder, LinuxDeviceType, LinuxMemoryBuilder, LinuxNamespaceType,
+    LinuxPidsBuilder, LinuxResourcesBuilder, Mount, MountBuilder, ProcessBuilder, RootBuilder,
+    Spec, UserBuilder,
 };
 use serde::{Deserialize, Serialize};
 
@@ -30,11 +31,13 @@ pub enum Network {
 }
 
 /// Limits that keep a fork bomb or a memory hog from taking the host down.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Limits {
     pub memory_bytes: i64,
     pub pids: i64,
     pub cpu_shares: u64,
+    /// CPUs the container may use (a CFS quota over a 100 ms period); None: no quota.
+    pub cpus: Option<f64>,
 }
 
 impl Default for Limits {
@@ -43,8 +46,19 @@ impl Default for Limits {
             memory_bytes: 16 << 30,
             pids: 4096,
             cpu_shares: 1024,
+            cpus: None,
         }
     }
+}
+
+/// A tmpfs of its own at `destination`: writable space with a size, owned by `uid`:`gid`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Tmpfs {
+    pub destination: String,
+    pub bytes: u64,
+    pub mode: u32,
+    pub uid: u32,
+    pub gid: u32,
 }
 
 /// Everything that goes into one container's spec.
@@ -63,6 +77,13 @@ pub struct ContainerConfig {
     pub limits: Limits,
     pub devices: DeviceGrant,
     pub hostname: String,
+    /// The image's root file system mounted read-only (writes only to binds and tmpfs).
+    pub readonly_rootfs: bool,
+    /// Tmpfs mounts besides /tmp.
+    pub tmpfs: Vec<Tmpfs>,
+    /// Capabilities the process keeps (`CAP_SETUID`…); empty: none at all.
+    pub capabilities: Vec<String>,
+    pub seccomp: crate::seccomp::Profile,
 }
 
 impl ContainerConfig {
@@ -81,6 +102,10 @@ impl ContainerConfig {
             limits: Limits::default(),
             devices: DeviceGrant::default(),
             hostname: "arena".into(),
+            readonly_rootfs: false,
+            tmpfs: Vec::new(),
+            capabilities: Vec::new(),
+            seccomp: crate::seccomp::Profile::Agent,
         }
     }
 }
@@ -89,7 +114,26 @@ fn bad(e: oci_spec::OciSpecError) -> RuntimeError {
     RuntimeError::invalid("runtime spec", e.to_string())
 }
 
+/// Refuses a container path that is not absolute or has a `.`, `..` or empty part: mounts
+/// are placed where they say, never where a link or a `..` would take them.
+pub fn check_destination(d: &str) -> Result<()> {
+    let plain = d.starts_with('/')
+        && d.len() > 1
+        && d[1..]
+            .split('/')
+            .all(|c| !c.is_empty() && c != "." && c != "..");
+    if plain {
+        Ok(())
+    } else {
+        Err(RuntimeError::invalid(
+            format!("mount destination `{d}`"),
+            "must be an absolute path of plain names",
+        ))
+    }
+}
+
 fn bind(m: &BindMount) -> Result<Mount> {
+    check_destination(&m.destination)?;
     let mut options = vec![
         "rbind".to_string(),
         "nosuid".to_string(),
@@ -117,6 +161,43 @@ pub fn merge_env(entries: &[String]) -> Vec<String> {
     out
 }
 
+/// The capability sets of the process: exactly `names`, in every set but the ambient one.
+fn capabilities(names: &[String]) -> Result<oci_spec::runtime::LinuxCapabilities> {
+    let mut set = oci_spec::runtime::Capabilities::new();
+    for n in names {
+        let cap: Capability = serde_json::from_value(serde_json::json!(n)).map_err(|_| {
+            RuntimeError::invalid(format!("capability `{n}`"), "not a Linux capability name")
+        })?;
+        set.insert(cap);
+    }
+    LinuxCapabilitiesBuilder::default()
+        .bounding(set.clone())
+        .effective(set.clone())
+        .permitted(set.clone())
+        .inheritable(oci_spec::runtime::Capabilities::new())
+        .ambient(oci_spec::runtime::Capabilities::new())
+        .build()
+        .map_err(bad)
+}
+
+/// CPU shares, and a quota of `cpus` CPUs over a 100 ms period where one is set.
+fn cpu(l: &Limits) -> Result<oci_spec::runtime::LinuxCpu> {
+    let mut b = LinuxCpuBuilder::default().shares(l.cpu_shares);
+    if let Some(cpus) = l.cpus {
+        if !(cpus.is_finite() && cpus > 0.0) {
+            return Err(RuntimeError::invalid(
+                "cpus",
+                format!("{cpus}: must be above 0"),
+            ));
+        }
+        let period = 100_000u64;
+        b = b
+            .period(period)
+            .quota((cpus * period as f64).round().max(1000.0) as i64);
+    }
+    b.build().map_err(bad)
+}
+
 pub fn build_spec(c: &ContainerConfig) -> Result<Spec> {
     let mut spec = Spec::default();
     let mut gids = c.devices.additional_gids.clone();
@@ -138,6 +219,7 @@ pub fn build_spec(c: &ContainerConfig) -> Result<Spec> {
                 .map_err(bad)?,
         )
         .no_new_privileges(true)
+        .capabilities(capabilities(&c.capabilities)?)
         .build()
         .map_err(bad)?;
     spec.set_process(Some(process));
@@ -145,7 +227,7 @@ pub fn build_spec(c: &ContainerConfig) -> Result<Spec> {
     spec.set_root(Some(
         RootBuilder::default()
             .path("rootfs")
-            .readonly(false)
+            .readonly(c.readonly_rootfs)
             .build()
             .map_err(bad)?,
     ));
@@ -165,6 +247,25 @@ pub fn build_spec(c: &ContainerConfig) -> Result<Spec> {
             .build()
             .map_err(bad)?,
     );
+    for t in &c.tmpfs {
+        check_destination(&t.destination)?;
+        mounts.push(
+            MountBuilder::default()
+                .destination(PathBuf::from(&t.destination))
+                .typ("tmpfs")
+                .source("tmpfs")
+                .options(vec![
+                    "nosuid".to_string(),
+                    "nodev".to_string(),
+                    format!("mode={:o}", t.mode),
+                    format!("uid={}", t.uid),
+                    format!("gid={}", t.gid),
+                    format!("size={}", t.bytes),
+                ])
+                .build()
+                .map_err(bad)?,
+        );
+    }
     for m in c.binds.iter().chain(c.devices.mounts.iter()) {
         mounts.push(bind(m)?);
     }
@@ -238,12 +339,7 @@ pub fn build_spec(c: &ContainerConfig) -> Result<Spec> {
                 .build()
                 .map_err(bad)?,
         )
-        .cpu(
-            LinuxCpuBuilder::default()
-                .shares(c.limits.cpu_shares)
-                .build()
-                .map_err(bad)?,
-        )
+        .cpu(cpu(&c.limits)?)
         .build()
         .map_err(bad)?;
     let linux = LinuxBuilder::default()
@@ -252,6 +348,7 @@ pub fn build_spec(c: &ContainerConfig) -> Result<Spec> {
         .resources(resources)
         .masked_paths(base.masked_paths().clone().unwrap_or_default())
         .readonly_paths(base.readonly_paths().clone().unwrap_or_default())
+        .seccomp(crate::seccomp::profile(c.seccomp)?)
         .build()
         .map_err(bad)?;
     spec.set_linux(Some(linux));
@@ -295,7 +392,63 @@ mod tests {
             limits: Limits::default(),
             devices: DeviceGrant::default(),
             hostname: "arena".into(),
+            readonly_rootfs: false,
+            tmpfs: Vec::new(),
+            capabilities: Vec::new(),
+            seccomp: crate::seccomp::Profile::Agent,
         }
+    }
+
+    #[test]
+    fn hardening_read_only_root_capabilities_tmpfs_quota_and_destinations() {
+        let mut c = config();
+        c.readonly_rootfs = true;
+        c.capabilities = vec!["CAP_SETUID".into(), "CAP_KILL".into()];
+        c.tmpfs = vec![Tmpfs {
+            destination: "/scratch/candidate".into(),
+            bytes: 1 << 20,
+            mode: 0o700,
+            uid: 60002,
+            gid: 60002,
+        }];
+        c.limits.cpus = Some(2.5);
+        let v = json(&build_spec(&c).unwrap());
+        assert_eq!(v["root"]["readonly"], true);
+        let caps = &v["process"]["capabilities"];
+        assert_eq!(caps["bounding"].as_array().unwrap().len(), 2);
+        assert_eq!(caps["ambient"].as_array().unwrap().len(), 0);
+        let t = v["mounts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["destination"] == "/scratch/candidate")
+            .unwrap()
+            .clone();
+        assert!(t["options"]
+            .as_array()
+            .unwrap()
+            .contains(&serde_json::json!("uid=60002")));
+        assert!(t["options"]
+            .as_array()
+            .unwrap()
+            .contains(&serde_json::json!("mode=700")));
+        assert_eq!(v["linux"]["resources"]["cpu"]["quota"], 250_000);
+        assert_eq!(v["linux"]["resources"]["cpu"]["period"], 100_000);
+        assert_eq!(v["linux"]["seccomp"]["defaultAction"], "SCMP_ACT_ALLOW");
+        // No capabilities at all by default.
+        let v = json(&build_spec(&config()).unwrap());
+        assert!(v["process"]["capabilities"]["effective"]
+            .as_array()
+            .unwrap()
+            .is_empty());
+        for bad in ["/x/../workspace", "rel", "/a//b", "/"] {
+            let mut c = config();
+            c.binds[0].destination = bad.into();
+            assert!(build_spec(&c).is_err(), "{bad}");
+        }
+        let mut c = config();
+        c.capabilities = vec!["CAP_NOPE".into()];
+        assert!(build_spec(&c).is_err());
     }
 
     fn json(s: &Spec) -> serde_json::Value {

@@ -36,6 +36,11 @@ pub struct TaskConfig {
     pub prompt: PromptConfig,
     pub target_file_path: Vec<String>,
     pub harness_path: Option<String>,
+    /// arena's own field: a module implementing the trusted harness interface (SOURCE,
+    /// ENTRY, TEST_SHAPES, make_inputs, reference, check). With it the task is evaluated by
+    /// arena's trusted evaluator, the kernel in a separate unprivileged process; without it,
+    /// by the task's own commands (self-reported times, cross-checked).
+    pub trusted_harness: Option<String>,
     pub repository_language: Option<String>,
     pub repo_url: Option<String>,
     pub repo_subdir: Option<String>,
@@ -96,6 +101,7 @@ impl TaskConfig {
         let prompt = read_prompt(&mut r);
         let target_file_path = r.string_or_list("target_file_path");
         let harness_path = r.string("harness_path");
+        let trusted_harness = r.string("trusted_harness");
         let repository_language = r.string("repository_language");
         let repo_url = r.string("repo_url");
         let repo_subdir = r.string("repo_subdir");
@@ -137,6 +143,7 @@ impl TaskConfig {
             prompt,
             target_file_path,
             harness_path,
+            trusted_harness,
             repository_language,
             repo_url,
             repo_subdir,

@@ -63,6 +63,26 @@ impl Task {
                 }
             }
         }
+        if let Some(h) = &config.trusted_harness {
+            match resolve_inside(dir, &file, "trusted_harness", h) {
+                Ok(_)
+                    if config
+                        .source_file_path
+                        .iter()
+                        .any(|s| s.trim_start_matches("./") == h.trim_start_matches("./")) =>
+                {
+                    errors.push(TaskError::field(
+                        &file,
+                        "trusted_harness",
+                        format!(
+                            "`{h}` is a source the agent may edit; the trusted harness must not be"
+                        ),
+                    ))
+                }
+                Ok(_) => {}
+                Err(e) => errors.push(e),
+            }
+        }
         if let Some(h) = &config.harness_path {
             if let Err(e) = check_relative(&file, "harness_path", h) {
                 errors.push(e);

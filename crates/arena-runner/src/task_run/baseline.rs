@@ -10,7 +10,7 @@ use crate::error::Result;
 
 impl TaskRun<'_> {
     pub(crate) async fn baseline(&self) -> Result<Phase> {
-        self.evaluate("baseline", &[], &[], EventKind::BaselineGate)
+        self.evaluate_kernels("baseline", None, EventKind::BaselineGate)
             .await
     }
 }

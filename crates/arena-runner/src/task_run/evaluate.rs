@@ -14,13 +14,17 @@ use arena_proto::v1::EventKind;
 use arena_run::events::Detail;
 use arena_runtime::{BindMount, ContainerConfig, Network, RunOutcome};
 
+use super::trusted::TrustedRun;
 use super::{bind, TaskRun};
 use crate::error::{Result, RunnerError};
+use arena_eval::trusted::{Role, BASELINE, CANDIDATE};
 
 /// One evaluation and the container that produced it.
 pub(crate) struct Phase {
     pub evaluation: Evaluation,
     pub outcome: RunOutcome,
+    /// The trusted evaluator's own record (its seed, warnings, gate times), where it ran.
+    pub record: Option<serde_json::Value>,
 }
 
 /// One evaluator container: its phase, the script it runs, what is bound in, how long it may
@@ -130,6 +134,48 @@ impl TaskRun<'_> {
         Ok(Phase {
             evaluation,
             outcome,
+            record: None,
+        })
+    }
+
+    /// One evaluation of the original kernel (and the agent's, where `staged` is given) in
+    /// the task's mode: arena's trusted evaluator where the task has a trusted harness, else
+    /// the task's own gate commands.
+    pub(crate) async fn evaluate_kernels(
+        &self,
+        phase: &str,
+        staged: Option<&[StagedSource]>,
+        event: EventKind,
+    ) -> Result<Phase> {
+        if self.trusted_harness().is_none() {
+            return self
+                .evaluate(phase, staged.unwrap_or(&[]), &[], event)
+                .await;
+        }
+        let roles: &[Role] = if staged.is_some() {
+            &[BASELINE, CANDIDATE]
+        } else {
+            &[BASELINE]
+        };
+        let t = self
+            .trusted(TrustedRun {
+                phase,
+                roles,
+                candidate: staged,
+                hidden: None,
+            })
+            .await?;
+        let timeouts = GateTimeouts::for_task(&self.task.config);
+        let note = t
+            .outcome
+            .timed_out
+            .then(|| format!("evaluator timed out after {} s", timeouts.total()));
+        let evaluation = collect(&t.out, &t.out, note.as_deref());
+        self.gate_events(phase, &evaluation, event);
+        Ok(Phase {
+            evaluation,
+            outcome: t.outcome,
+            record: Some(t.record),
         })
     }
 
@@ -172,7 +218,7 @@ impl TaskRun<'_> {
         stage_sources(
             &dir.join("workspace"),
             &self.task.config.source_file_path,
-            &dir.join("candidate/src"),
+            &dir.join("staged/candidate"),
         )
         .map_err(|e| e.to_string())
     }
@@ -180,7 +226,7 @@ impl TaskRun<'_> {
     /// The agent's sources staged again for a later unseen evaluation; None if refused.
     pub(crate) fn restage(&self) -> Result<Option<Vec<StagedSource>>> {
         let dir = self.ctx.rundir.item_dir(self.item);
-        let stage = dir.join("unseen-candidate/src");
+        let stage = dir.join("staged/unseen");
         let _ = std::fs::remove_dir_all(&stage);
         Ok(stage_sources(
             &dir.join("workspace"),
@@ -195,7 +241,7 @@ impl TaskRun<'_> {
         match self.stage() {
             Ok(staged) => {
                 let p = self
-                    .evaluate("candidate", &staged, &[], EventKind::EvaluatorGate)
+                    .evaluate_kernels("candidate", Some(&staged), EventKind::EvaluatorGate)
                     .await?;
                 Ok(Candidate {
                     evaluation: p.evaluation.clone(),

@@ -64,7 +64,9 @@ impl TaskRun<'_> {
             agent_image: agent_image.manifest.clone(),
             agent: digest("agent digest", &ctx.agent.digest)?,
             lockfile: digest("lockfile digest", &ctx.record.lock_digest)?,
-            evaluator: None,
+            evaluator: self
+                .trusted_harness()
+                .map(|_| arena_eval::trusted::digest()),
             unseen_set: match &ctx.hidden {
                 Some(h) if h.files.contains_key(self.task.id.as_str()) => {
                     Some(digest("hidden set digest", &h.digest)?)
@@ -84,7 +86,22 @@ impl TaskRun<'_> {
             p.baseline.evaluation.clone(),
             p.candidate.evaluation.clone(),
         );
-        result.trust = Trust::SelfReported;
+        result.trust = if self.trusted_harness().is_some() {
+            Trust::Trusted
+        } else {
+            Trust::SelfReported
+        };
+        for (phase, record) in [
+            ("baseline", &p.baseline.record),
+            (
+                "candidate",
+                &p.candidate.phase.as_ref().and_then(|c| c.record.clone()),
+            ),
+        ] {
+            if let Some(r) = record {
+                result.evaluators.insert(phase.into(), r.clone());
+            }
+        }
         result.unseen = p.unseen;
         result.provenance = Some(self.provenance(&p.agent.image)?);
         result.timings = Some(p.timings);

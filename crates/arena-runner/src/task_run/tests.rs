@@ -102,7 +102,7 @@ async fn evaluators_never_see_the_workspace_only_the_staged_sources_read_only() 
     }
     let cand = f.specs("candidate").remove(0);
     let k = bind_of(&cand, "/task/source/k.py").unwrap();
-    assert!(k.readonly && k.source.ends_with("candidate/src/source/k.py"));
+    assert!(k.readonly && k.source.ends_with("staged/candidate/source/k.py"));
     assert!(bind_of(&f.specs("baseline")[0], "/task/source/k.py").is_none());
     assert!(bind_of(&cand, "/arena/gates.sh").unwrap().readonly);
     assert!(!bind_of(&cand, "/arena/out").unwrap().readonly);

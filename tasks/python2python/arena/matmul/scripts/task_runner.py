@@ -1,9 +1,12 @@
 #!/usr/bin/env python3
 """Harness of the matmul task: python3 scripts/task_runner.py compile|correctness|performance
 
-Run from the task directory. Writes build/compile_report.json, build/correctness_report.json or
-build/performance_report.json and exits 0 on pass, 1 on fail (AgentKernelArena convention).
-Needs only Python 3's standard library.
+Two ways in. arena's trusted evaluator imports this module for its interface (SOURCE, ENTRY,
+TEST_SHAPES, make_inputs, reference, check) and runs the kernel in a separate, unprivileged
+process that it times from outside (config.yaml: trusted_harness). Run from the task
+directory, the command line does the same gates in one process, as the AgentKernelArena
+convention has it: build/{compile,correctness,performance}_report.json, exit 0 on pass, 1 on
+fail — for the agent's own checks. Needs only Python 3's standard library.
 """
 import importlib.util
 import json
@@ -17,6 +20,7 @@ import traceback
 
 SOURCE = "source/matmul.py"
 ENTRY = "matmul"
+DEVICE = "cpu"
 
 # Visible test shapes: (M, N, K) for an M×K by K×N product
 TEST_SHAPES = [
@@ -46,17 +50,29 @@ def load_kernel():
     return fn
 
 
-def make_input(shape, seed):
+def make_inputs(shape, seed):
+    """The kernel's arguments: A (M×K) and B (K×N), lists of rows of ints in [-8, 8]."""
     m, n, k = shape
     rng = random.Random(seed)
-    a = [[rng.randint(-8, 8) for _ in range(k)] for _ in range(m)]
-    b = [[rng.randint(-8, 8) for _ in range(n)] for _ in range(k)]
+    values = range(-8, 9)
+    a = [rng.choices(values, k=k) for _ in range(m)]
+    b = [rng.choices(values, k=n) for _ in range(k)]
     return a, b
 
 
 def reference(a, b):
     cols = list(zip(*b))
     return [[sum(x * y for x, y in zip(row, col)) for col in cols] for row in a]
+
+
+def check(got, want):
+    if not isinstance(got, list) or len(got) != len(want) or any(
+            not isinstance(r, list) or len(r) != len(w) for r, w in zip(got, want)):
+        raise AssertionError(f"expected a {len(want)}x{len(want[0])} list of lists")
+    for r, (grow, wrow) in enumerate(zip(got, want)):
+        c = next((j for j, (g, w) in enumerate(zip(grow, wrow)) if g != w), None)
+        if c is not None:
+            raise AssertionError(f"C[{r}][{c}] is {grow[c]!r}, expected {wrow[c]}")
 
 
 def compile_gate():
@@ -74,16 +90,11 @@ def correctness_gate():
     try:
         fn = load_kernel()
         for i, shape in enumerate(TEST_SHAPES):
-            a, b = make_input(shape, seed=1000 + i)
-            got = fn([row[:] for row in a], [row[:] for row in b])
-            want = reference(a, b)
-            if not isinstance(got, list) or len(got) != len(want) or any(
-                    not isinstance(r, list) or len(r) != len(w) for r, w in zip(got, want)):
-                raise AssertionError(f"shape {shape}: expected a {len(want)}x{len(want[0])} list of lists")
-            for r, (grow, wrow) in enumerate(zip(got, want)):
-                c = next((j for j, (g, w) in enumerate(zip(grow, wrow)) if g != w), None)
-                if c is not None:
-                    raise AssertionError(f"shape {shape}: C[{r}][{c}] is {grow[c]}, expected {wrow[c]}")
+            a, b = make_inputs(shape, seed=1000 + i)
+            try:
+                check(fn([row[:] for row in a], [row[:] for row in b]), reference(a, b))
+            except AssertionError as e:
+                raise AssertionError(f"shape {shape}: {e}") from None
     except Exception as e:
         write_report("correctness_report.json", {
             "status": "fail", "error": f"{type(e).__name__}: {e}", "num_shapes": len(TEST_SHAPES)})
@@ -105,7 +116,7 @@ def performance_gate():
         try:
             if fn is None:
                 raise RuntimeError("kernel failed to load")
-            a, b = make_input(shape, seed=2000 + i)
+            a, b = make_inputs(shape, seed=2000 + i)
             for _ in range(WARMUP_ITERATIONS):
                 fn(a, b)
             times = []

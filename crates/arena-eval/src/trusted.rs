@@ -1,0 +1,247 @@
+//! arena's trusted evaluator as the runner installs it into an evaluator container: the
+//! Python files (embedded in this binary, so their digest is part of every result), where
+//! each thing is inside the container, and the job that tells the evaluator what to do.
+//!
+//! Inside the container the evaluator runs as root with only the capabilities to start
+//! processes as other users and to stop them; each kernel runs as a user of its own. The
+//! task's harness is a private copy under [`HARNESS_ROOT`] (root-only), the kernels get only
+//! their declared sources under [`KERNELS`], `/task` of the image is hidden behind an empty
+//! file system, and the reports go to [`crate::layout::OUT_DIR`], which only root may write.
+
+use std::path::Path;
+
+use arena_digest::Digest;
+use serde::Serialize;
+
+/// Where the evaluator's files are (read-only).
+pub const DIR: &str = "/arena/trusted";
+/// The job (read-only).
+pub const JOB: &str = "/arena/job.json";
+/// A root-only directory holding `task/`, the private copy of the task's harness.
+pub const HARNESS_ROOT: &str = "/arena/harness";
+/// `KERNELS/<role>/`: the kernel's declared sources (read-only).
+pub const KERNELS: &str = "/arena/kernel";
+/// `SCRATCH/<role>`: a small file system only that kernel's user may write.
+pub const SCRATCH: &str = "/scratch";
+/// The task's hidden unseen configurations (root-only), in unseen evaluations.
+pub const HIDDEN: &str = "/arena/hidden/task.json";
+
+/// A kernel process: its role and the user it runs as.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Role {
+    pub name: &'static str,
+    pub uid: u32,
+}
+
+pub const BASELINE: Role = Role {
+    name: "baseline",
+    uid: 60001,
+};
+pub const CANDIDATE: Role = Role {
+    name: "candidate",
+    uid: 60002,
+};
+
+macro_rules! files {
+    ($($name:literal),* $(,)?) => {
+        /// The evaluator's files: (name, content).
+        pub const FILES: &[(&str, &str)] = &[
+            $(($name, include_str!(concat!("../trusted/arena_trusted/", $name))),)*
+        ];
+    };
+}
+
+files!(
+    "child.py",
+    "data.py",
+    "evaluate.py",
+    "gates.py",
+    "gpu.py",
+    "harness.py",
+    "jail.py",
+    "kernel.py",
+    "measure.py",
+    "wire.py",
+);
+
+/// The digest of the evaluator's code: every file, by name, in name order.
+pub fn digest() -> Digest {
+    use sha2::Digest as _;
+    let mut h = sha2::Sha256::new();
+    h.update(b"arena.trusted-evaluator.v1\n");
+    for (name, text) in FILES {
+        h.update((name.len() as u64).to_le_bytes());
+        h.update(name.as_bytes());
+        h.update((text.len() as u64).to_le_bytes());
+        h.update(text.as_bytes());
+    }
+    Digest::from_sha256(h.finalize().into())
+}
+
+/// Writes the evaluator's files into `dir` (created), readable by all, writable by none.
+pub fn install(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::create_dir_all(dir)?;
+    for (name, text) in FILES {
+        let p = dir.join(name);
+        std::fs::write(&p, text)?;
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o444))?;
+    }
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o555))
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Ids {
+    pub uid: u32,
+    pub gid: u32,
+}
+
+/// How performance is measured.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct PerfSettings {
+    /// Pairs of batches (one of each kernel, in random order) per configuration.
+    pub pairs: u32,
+    /// A batch holds as many calls as take about this long (so that the evaluator's round
+    /// trip is a small part of it).
+    pub target_batch_ms: f64,
+    pub max_calls: u32,
+    pub warmup_batches: u32,
+}
+
+impl Default for PerfSettings {
+    fn default() -> Self {
+        PerfSettings {
+            pairs: 10,
+            target_batch_ms: 20.0,
+            max_calls: 4096,
+            warmup_batches: 2,
+        }
+    }
+}
+
+/// What the evaluator is asked to do (`/arena/job.json`).
+#[derive(Debug, Clone, Serialize)]
+pub struct Job {
+    /// The harness module, inside the container.
+    pub harness: String,
+    /// The kernels, in order: the last is the one the gates judge.
+    pub roles: Vec<&'static str>,
+    pub kernels: std::collections::BTreeMap<&'static str, String>,
+    pub users: std::collections::BTreeMap<&'static str, Ids>,
+    pub scratch: std::collections::BTreeMap<&'static str, String>,
+    /// Supplementary groups of the kernel processes (the GPU's device groups).
+    pub groups: Vec<u32>,
+    pub timeouts: std::collections::BTreeMap<&'static str, u64>,
+    /// Fresh inputs per configuration in the correctness gate.
+    pub trials: u32,
+    pub perf: PerfSettings,
+    pub out: String,
+    /// The hidden configurations, in unseen evaluations.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hidden: Option<String>,
+    /// Judge each configuration for each kernel (unseen evaluations).
+    pub unseen: bool,
+    /// The kernel processes' output goes nowhere (a kernel given hidden configurations
+    /// could print them).
+    pub quiet_kernels: bool,
+    /// Environment variables the kernel processes get from the container's (GPU selection).
+    pub pass_env: Vec<String>,
+}
+
+impl Job {
+    /// A job for `roles` (BASELINE alone, or BASELINE then CANDIDATE) on the task whose
+    /// trusted harness is `harness_rel`.
+    pub fn new(
+        harness_rel: &str,
+        roles: &[Role],
+        timeouts: &crate::GateTimeouts,
+        groups: Vec<u32>,
+    ) -> Job {
+        let mut kernels = std::collections::BTreeMap::new();
+        let mut users = std::collections::BTreeMap::new();
+        let mut scratch = std::collections::BTreeMap::new();
+        for r in roles {
+            kernels.insert(r.name, format!("{KERNELS}/{}", r.name));
+            users.insert(
+                r.name,
+                Ids {
+                    uid: r.uid,
+                    gid: r.uid,
+                },
+            );
+            scratch.insert(r.name, format!("{SCRATCH}/{}", r.name));
+        }
+        Job {
+            harness: format!(
+                "{HARNESS_ROOT}/task/{}",
+                harness_rel.trim_start_matches("./")
+            ),
+            roles: roles.iter().map(|r| r.name).collect(),
+            kernels,
+            users,
+            scratch,
+            groups,
+            timeouts: [
+                ("compile", timeouts.compile),
+                ("correctness", timeouts.correctness),
+                ("performance", timeouts.performance),
+            ]
+            .into(),
+            trials: 2,
+            perf: PerfSettings::default(),
+            out: crate::layout::OUT_DIR.to_string(),
+            hidden: None,
+            unseen: false,
+            quiet_kernels: false,
+            pass_env: vec![
+                "CUDA_VISIBLE_DEVICES".into(),
+                "ROCR_VISIBLE_DEVICES".into(),
+                "HIP_VISIBLE_DEVICES".into(),
+                "LD_LIBRARY_PATH".into(),
+                "NVIDIA_VISIBLE_DEVICES".into(),
+            ],
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_digest_covers_every_file_and_install_writes_them_read_only() {
+        let d = tempfile::tempdir().unwrap();
+        install(&d.path().join("t")).unwrap();
+        for (name, text) in FILES {
+            assert_eq!(
+                std::fs::read_to_string(d.path().join("t").join(name)).unwrap(),
+                *text
+            );
+        }
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(d.path().join("t/evaluate.py"))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o444);
+        assert_eq!(digest(), digest());
+        assert!(digest().as_str().starts_with("sha256:"));
+    }
+
+    #[test]
+    fn a_job_names_each_kernel_its_user_and_scratch() {
+        let j = Job::new(
+            "./scripts/h.py",
+            &[BASELINE, CANDIDATE],
+            &crate::GateTimeouts::default(),
+            vec![44],
+        );
+        let v = serde_json::to_value(&j).unwrap();
+        assert_eq!(v["harness"], "/arena/harness/task/scripts/h.py");
+        assert_eq!(v["roles"], serde_json::json!(["baseline", "candidate"]));
+        assert_eq!(v["users"]["candidate"]["uid"], 60002);
+        assert_eq!(v["scratch"]["baseline"], "/scratch/baseline");
+        assert_eq!(v["kernels"]["candidate"], "/arena/kernel/candidate");
+        assert!(v.get("hidden").is_none());
+    }
+}

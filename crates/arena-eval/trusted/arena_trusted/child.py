@@ -1,0 +1,115 @@
+"""A kernel process: imports one kernel module and calls it on what the evaluator sends.
+
+It runs as an unprivileged user of its own, with a scratch directory and nothing else
+writable. Nothing it does is trusted: the evaluator times it from outside, checks every
+output against its own reference, and stops the process between calls. This file only does
+the work of a kernel process; the kernel's code may replace any of it, to no gain.
+
+Arguments: the fds of the requests (length-prefixed JSON), of the replies, and of the shared
+memory where inputs are written and outputs are expected (CPU kernels).
+"""
+import importlib.util
+import mmap
+import os
+import sys
+import traceback
+
+REQ, REP, SHM = (int(a) for a in sys.argv[1:4])
+
+
+def _error(e):
+    text = "".join(traceback.format_exception_only(type(e), e)).strip()
+    return text[-2000:]
+
+
+class Child:
+    def __init__(self):
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        import wire  # noqa: E402  (the evaluator's own codec, read-only)
+
+        self.wire = wire
+        self.fn = None
+        self.shm = None
+        self.gpu = None
+        self.held = []
+
+    def map(self, size):
+        if self.shm is not None:
+            self.shm.close()
+        self.shm = mmap.mmap(SHM, size) if size else None
+
+    def load(self, msg):
+        path = msg["source"]
+        sys.path.insert(0, os.path.dirname(path))
+        spec = importlib.util.spec_from_file_location("kernel_under_test", path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        fn = getattr(module, msg["entry"], None)
+        if not callable(fn):
+            raise AttributeError(f"{msg['source_rel']} defines no callable `{msg['entry']}`")
+        self.fn = fn
+        if msg.get("device") == "cuda":
+            import gpu  # noqa: E402
+
+            self.gpu = gpu.ChildSide()
+        return {}
+
+    def run(self, msg):
+        """Runs every call of the batch; the reply is sent after the last one is done."""
+        self.held = []
+        outputs = []
+        for call in msg["calls"]:
+            if "slot" in call:
+                args = self.gpu.args(call["slot"])
+            else:
+                off, n = call["in"]
+                args = self.wire.decode_all(self.shm[off:off + n])
+            result = self.fn(*args)
+            if self.gpu is not None:
+                self.held.append(result)
+            else:
+                off, cap = call["out"]
+                enc = self.wire.encode(result)
+                if len(enc) + 8 > cap:
+                    raise ValueError(f"output of {len(enc)} bytes is larger than expected")
+                self.shm[off:off + 8] = len(enc).to_bytes(8, "little")
+                self.shm[off + 8:off + 8 + len(enc)] = enc
+        if self.gpu is not None:
+            self.gpu.synchronize()
+            outputs = [self.gpu.describe(r) for r in self.held]
+        return {"outputs": outputs}
+
+    def serve(self):
+        wire = self.wire
+        while True:
+            try:
+                msg = wire.recv(REQ)
+            except EOFError:
+                return
+            op = msg.get("op")
+            try:
+                if op == "map":
+                    self.map(msg["size"])
+                    reply = {}
+                elif op == "load":
+                    reply = self.load(msg)
+                elif op == "gpu_setup":
+                    reply = self.gpu.setup(msg)
+                elif op == "run":
+                    reply = self.run(msg)
+                elif op == "release":
+                    self.held = []
+                    reply = {}
+                elif op == "exit":
+                    return
+                else:
+                    reply = {"error": f"unknown op {op}"}
+                reply.setdefault("ok", "error" not in reply)
+            except BaseException as e:  # the kernel's failure, reported, not fatal here
+                reply = {"ok": False, "error": _error(e)}
+            wire.send(REP, reply)
+
+
+if __name__ == "__main__":
+    os.chdir(os.environ.get("HOME", "/"))
+    Child().serve()

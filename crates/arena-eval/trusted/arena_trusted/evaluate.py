@@ -1,0 +1,142 @@
+"""arena's trusted evaluator: python3 -I -B evaluate.py JOB.json
+
+Runs as the evaluator container's first process, with the only privileges it needs (to start
+kernel processes as other users and to stop them). It reads the task's trusted harness (a
+private copy the kernel processes cannot read), makes inputs from a secret seed, times the
+kernel processes from outside, checks every output with its own reference, and writes the
+gates' verdicts and reports where only it can write. See docs/trusted-evaluation.md.
+"""
+import ast
+import json
+import os
+import platform
+import sys
+import time
+import traceback
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from data import CpuData  # noqa: E402
+from harness import Harness  # noqa: E402
+from kernel import Kernel, KernelFailed  # noqa: E402
+from measure import Session  # noqa: E402
+
+
+def write_json(out, name, value):
+    tmp = os.path.join(out, name + ".tmp")
+    with open(tmp, "w") as f:
+        json.dump(value, f, indent=1)
+    os.replace(tmp, os.path.join(out, name))
+
+
+def configs_of(job, harness):
+    hidden = job.get("hidden")
+    if not hidden:
+        return [(s, "visible") for s in harness.shapes], False
+    with open(hidden) as f:
+        sealed = json.load(f)
+    return [(ast.literal_eval(c["entry"]), c["category"]) for c in sealed["configs"]], True
+
+
+def child_env(job, role):
+    scratch = job["scratch"][role]
+    env = {
+        "PATH": "/usr/local/bin:/usr/bin:/bin",
+        "HOME": scratch,
+        "TMPDIR": scratch,
+        "TRITON_CACHE_DIR": os.path.join(scratch, ".triton"),
+        "PYTHONDONTWRITEBYTECODE": "1",
+    }
+    for k in job.get("pass_env", []):
+        if k in os.environ:
+            env[k] = os.environ[k]
+    return env
+
+
+def unseen(s, kernels, out, gates, record):
+    """Both kernels on the hidden configurations: each configuration judged for each kernel on
+    its own; times, paired, where both pass them all. Errors name configurations by index."""
+    report = {"compiled": {}, "passed": {}, "errors": {}, "cases": []}
+    for k in kernels:
+        ok, rep = s.compile([k])
+        report["compiled"][k.role] = ok
+        if not ok:
+            report["errors"][k.role] = {"compile": "the kernel did not load or run"}
+            report["passed"][k.role] = [False] * len(s.configs)
+            continue
+        passed, errors = s.each_config(k)
+        report["passed"][k.role] = passed
+        report["errors"][k.role] = errors
+    if all(all(p) for p in report["passed"].values()) and all(report["compiled"].values()):
+        ok, cases = s.performance(kernels)
+        report["cases"] = cases
+        report["performance_ok"] = ok
+    record["warnings"] = s.warnings
+    write_json(out, "unseen_report.json", report)
+    gates.write("unseen 0\n")
+
+
+def main(job_path):
+    with open(job_path) as f:
+        job = json.load(f)
+    out = job["out"]
+    gates = open(os.path.join(out, "gates"), "w", buffering=1)
+    record = {"mode": "trusted", "python": platform.python_version(), "warnings": [], "gate_s": {}}
+    kernels = []
+    try:
+        harness = Harness(job["harness"])
+        configs, hidden = configs_of(job, harness)
+        secret = os.urandom(32)
+        # Written out only at the end, when no kernel process runs any more: then the inputs
+        # can be made again by whoever wants to check.
+        record["seed"] = secret.hex()
+        record["device"] = harness.device
+        if harness.device == "cuda":
+            from gpu import GpuData  # noqa: E402
+
+            data = GpuData(job)
+        else:
+            data = CpuData()
+        for role in job["roles"]:
+            k = Kernel(role, job, child_env(job, role))
+            k.source = os.path.join(job["kernels"][role], harness.source)
+            k.source_rel = harness.source
+            k.freeze()
+            kernels.append(k)
+        s = Session(harness, data, configs, secret, job, hidden)
+        if job.get("unseen"):
+            unseen(s, kernels, out, gates, record)
+            return
+        t = time.monotonic()
+        ok, rep = s.compile(kernels)
+        record["gate_s"]["compile"] = time.monotonic() - t
+        write_json(out, "compile_report.json", rep)
+        gates.write(f"compile {0 if ok else 1}\n")
+        if ok:
+            t = time.monotonic()
+            ok, rep = s.correctness(kernels[-1])
+            record["gate_s"]["correctness"] = time.monotonic() - t
+            write_json(out, "correctness_report.json", rep)
+            gates.write(f"correctness {0 if ok else 1}\n")
+        if ok:
+            t = time.monotonic()
+            ok, cases = s.performance(kernels)
+            record["gate_s"]["performance"] = time.monotonic() - t
+            write_json(out, "performance_report.json", cases)
+            gates.write(f"performance {0 if ok else 1}\n")
+        record["warnings"] = s.warnings
+    except KernelFailed as e:
+        record["error"] = str(e)
+        gates.write("setup 96\n")
+    except Exception:
+        record["error"] = traceback.format_exc()[-4000:]
+        gates.write("setup 96\n")
+    finally:
+        for k in kernels:
+            k.close()
+        write_json(out, "evaluator.json", record)
+        gates.close()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])

@@ -1,0 +1,42 @@
+"""A task's trusted harness: the module that says what the kernel is and how to judge it.
+
+It defines SOURCE (the kernel file), ENTRY (the function), TEST_SHAPES (the visible
+configurations), make_inputs(config, seed) (the call's arguments, a tuple), reference(*args)
+(the right output) and optionally check(got, want) (raises AssertionError; default: equality)
+and DEVICE ("cpu" or "cuda"). Only the evaluator imports it; kernel processes cannot read it.
+"""
+import importlib.util
+import os
+import sys
+
+
+def default_check(got, want):
+    if type(got) is not type(want):
+        raise AssertionError(f"expected a {type(want).__name__}, got a {type(got).__name__}")
+    if got == want:
+        return
+    if isinstance(want, list) and len(got) != len(want):
+        raise AssertionError(f"expected {len(want)} items, got {len(got)}")
+    if isinstance(want, list):
+        bad = next(i for i, (g, w) in enumerate(zip(got, want)) if g != w)
+        raise AssertionError(f"item {bad} differs")
+    raise AssertionError("output differs from the reference")
+
+
+class Harness:
+    def __init__(self, path):
+        sys.path.insert(0, os.path.dirname(path))
+        spec = importlib.util.spec_from_file_location("arena_task_harness", path)
+        m = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(m)
+        missing = [n for n in ("SOURCE", "ENTRY", "TEST_SHAPES", "make_inputs", "reference") if not hasattr(m, n)]
+        if missing:
+            raise ValueError(f"{path}: the trusted harness interface lacks {', '.join(missing)}")
+        self.module = m
+        self.source = m.SOURCE
+        self.entry = m.ENTRY
+        self.shapes = list(m.TEST_SHAPES)
+        self.make_inputs = m.make_inputs
+        self.reference = m.reference
+        self.check = getattr(m, "check", default_check)
+        self.device = getattr(m, "DEVICE", "cpu")

@@ -1,0 +1,111 @@
+"""Kernel processes, kept apart from the evaluator.
+
+A kernel process runs as a user of its own (one for the original kernel, another for the
+agent's), without capabilities, in a process group of its own, with an environment of only
+what it needs, a scratch directory it owns and nothing else writable. (no_new_privs is the
+container's, inherited; when the evaluator, the container's first process, ends, the kernel
+takes every other process of the container with it.)
+It cannot read the evaluator's files (hidden configurations, harness, reports: root's, 0700),
+signal or trace it (another user), nor the other kernel process (another user again).
+
+Between the calls it is timed on, every process of its user is stopped (SIGSTOP): it can
+neither run work late nor run work early, and it cannot slow the other kernel down while that
+one is timed. Stopping is by user, not by process group, so a forked helper is stopped too.
+"""
+import os
+import signal
+import subprocess
+import time
+
+def spawn(argv, uid, gid, groups, env, cwd, pass_fds, quiet=False):
+    """Starts a kernel process as `uid`:`gid` (with `groups`), in its own process group;
+    `quiet`: its output goes nowhere."""
+    out = subprocess.DEVNULL if quiet else None
+    return subprocess.Popen(
+        argv,
+        user=uid,
+        group=gid,
+        extra_groups=list(groups),
+        env=env,
+        cwd=cwd,
+        pass_fds=tuple(pass_fds),
+        close_fds=True,
+        process_group=0,
+        stdin=subprocess.DEVNULL,
+        stdout=out,
+        stderr=out,
+    )
+
+
+def pids_of(uid):
+    """Every process of `uid` (read from /proc; a process may vanish while it is read)."""
+    out = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            st = os.stat(f"/proc/{name}")
+        except OSError:
+            continue
+        if st.st_uid == uid:
+            out.append(int(name))
+    return out
+
+
+def _state(pid):
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            text = f.read()
+        return chr(text[text.rindex(b")") + 2])
+    except (OSError, ValueError, IndexError):
+        return "X"
+
+
+def freeze(uid, deadline_s=2.0):
+    """Stops every process of `uid` and waits until none runs (a process forked meanwhile is
+    stopped too). Returns False if some process could not be stopped in time."""
+    end = time.monotonic() + deadline_s
+    while True:
+        running = []
+        for pid in pids_of(uid):
+            try:
+                os.kill(pid, signal.SIGSTOP)
+            except ProcessLookupError:
+                continue
+            if _state(pid) not in "TtZX":
+                running.append(pid)
+        if not running:
+            return True
+        if time.monotonic() > end:
+            return False
+        time.sleep(0.0002)
+
+
+def thaw(uid):
+    for pid in pids_of(uid):
+        try:
+            os.kill(pid, signal.SIGCONT)
+        except ProcessLookupError:
+            pass
+
+
+def kill_all(uid):
+    """SIGKILL to every process of `uid`, until none is left."""
+    for _ in range(100):
+        pids = pids_of(uid)
+        if not pids:
+            return
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        time.sleep(0.01)
+
+
+def scratch(path, uid, gid):
+    """A directory only the kernel process's user may use."""
+    os.makedirs(path, exist_ok=True)
+    os.chown(path, uid, gid)
+    os.chmod(path, 0o700)
+    return path

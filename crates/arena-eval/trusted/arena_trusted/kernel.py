@@ -1,0 +1,134 @@
+"""The evaluator's handle on one kernel process: starts it in its jail, sends it requests,
+times each batch of calls from outside with the evaluator's own clock, and reads back what it
+wrote. The process is stopped whenever it is not being timed."""
+import mmap
+import os
+import select
+import sys
+import time
+
+import jail
+import wire
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+POISON = (b"\xa5", b"\x5a")
+
+
+class KernelFailed(Exception):
+    """The kernel process failed a request (its error) or stopped answering."""
+
+
+class Kernel:
+    def __init__(self, role, job, env):
+        self.role = role
+        ids = job["users"][role]
+        self.uid, self.gid = ids["uid"], ids["gid"]
+        self.timeout = None
+        req_r, self.req_w = os.pipe()
+        self.rep_r, rep_w = os.pipe()
+        self.memfd = os.memfd_create(f"arena-{role}", 0)
+        os.set_inheritable(req_r, True)
+        os.set_inheritable(rep_w, True)
+        os.set_inheritable(self.memfd, True)
+        argv = [sys.executable, "-I", "-B", os.path.join(HERE, "child.py")]
+        argv += [str(req_r), str(rep_w), str(self.memfd)]
+        self.proc = jail.spawn(
+            argv,
+            self.uid,
+            self.gid,
+            job.get("groups", []),
+            env,
+            # The evaluator (root without DAC capabilities) cannot enter the scratch, which
+            # is the kernel user's alone: the kernel process goes there itself.
+            "/",
+            [req_r, rep_w, self.memfd],
+            quiet=bool(job.get("quiet_kernels")),
+        )
+        os.close(req_r)
+        os.close(rep_w)
+        self.size = 0
+        self.shm = None
+        self.poison = 0
+        self.frozen = False
+
+    def freeze(self):
+        if not jail.freeze(self.uid):
+            raise KernelFailed(f"{self.role} kernel process could not be stopped")
+        self.frozen = True
+
+    def thaw(self):
+        jail.thaw(self.uid)
+        self.frozen = False
+
+    def request(self, msg, timeout_s):
+        """Sends `msg` and waits for the reply (thawed only meanwhile). Returns the reply and
+        the seconds between sending and receiving, by the evaluator's clock."""
+        self.thaw()
+        t0 = time.perf_counter_ns()
+        wire.send(self.req_w, msg)
+        ready, _, _ = select.select([self.rep_r], [], [], timeout_s)
+        if not ready:
+            self.freeze()
+            raise KernelFailed(f"{self.role} kernel gave no answer within {timeout_s:.0f} s")
+        try:
+            reply = wire.recv(self.rep_r)
+        except (EOFError, wire.WireError) as e:
+            raise KernelFailed(f"{self.role} kernel process ended or garbled its answer: {e}")
+        elapsed = (time.perf_counter_ns() - t0) / 1e9
+        self.freeze()
+        if not isinstance(reply, dict):
+            raise KernelFailed(f"{self.role} kernel answered something that is not a reply")
+        if not reply.get("ok"):
+            raise KernelFailed(str(reply.get("error", "failed"))[:2000])
+        return reply, elapsed
+
+    def ensure_size(self, size, timeout_s):
+        if size <= self.size:
+            return
+        size = max(size, 2 * self.size, 1 << 16)
+        os.ftruncate(self.memfd, size)
+        if self.shm is not None:
+            self.shm.close()
+        self.shm = mmap.mmap(self.memfd, size)
+        self.size = size
+        self.request({"op": "map", "size": size}, timeout_s)
+
+    def lay_out(self, inputs, out_caps, timeout_s):
+        """Writes encoded inputs into shared memory, poisons each output window (a new pattern
+        each time), and returns the calls: where each input is and where its output goes."""
+        total = sum(len(b) for b in inputs) + sum(out_caps)
+        self.ensure_size(total, timeout_s)
+        calls, pos = [], 0
+        pattern = POISON[self.poison % 2]
+        self.poison += 1
+        for data, cap in zip(inputs, out_caps):
+            self.shm[pos:pos + len(data)] = data
+            calls.append({"in": [pos, len(data)], "out": [pos + len(data), cap]})
+            self.shm[pos + len(data):pos + len(data) + cap] = pattern * cap
+            pos += len(data) + cap
+        return calls
+
+    def output(self, call):
+        """Decodes what the kernel wrote for `call` (bounded; garbage fails decoding)."""
+        off, cap = call["out"]
+        n = int.from_bytes(self.shm[off:off + 8], "little")
+        if n > cap - 8:
+            raise wire.WireError("no output written (the window still holds its poison)")
+        return wire.decode_all(self.shm[off + 8:off + 8 + n])
+
+    def close(self):
+        try:
+            self.thaw()
+            wire.send(self.req_w, {"op": "exit"})
+        except OSError:
+            pass
+        try:
+            self.proc.wait(timeout=5)
+        except Exception:
+            pass
+        jail.kill_all(self.uid)
+        for fd in (self.req_w, self.rep_r, self.memfd):
+            try:
+                os.close(fd)
+            except OSError:
+                pass

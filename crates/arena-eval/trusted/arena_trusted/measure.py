@@ -1,0 +1,180 @@
+"""The gates, measured by the evaluator: compile (the kernel imports and runs once),
+correctness (fresh inputs from a secret seed, the evaluator's own reference and check),
+performance (batches of calls on fresh inputs, timed from outside, the original and the
+agent's kernel in randomized pairs, every timed output checked)."""
+import hashlib
+import random
+import statistics
+
+from kernel import KernelFailed
+
+
+class CheckFailed(Exception):
+    """A kernel's output was wrong."""
+
+
+class Session:
+    def __init__(self, harness, data, configs, secret, job, hidden):
+        self.h = harness
+        self.data = data
+        self.configs = configs
+        self.secret = secret
+        self.job = job
+        self.hidden = hidden
+        self.rng = random.Random(self._seed("order"))
+        self.counter = 0
+        self.warnings = []
+        t = job["timeouts"]
+        self.timeout = {g: float(t[g]) for g in t}
+
+    def _seed(self, *parts):
+        h = hashlib.sha256(self.secret)
+        for p in parts:
+            h.update(b"\0" + str(p).encode())
+        return int.from_bytes(h.digest()[:8], "little")
+
+    def name(self, i):
+        """How configuration `i` is named in reports: by index only when it is hidden."""
+        if self.hidden:
+            return f"unseen configuration {i} ({self.configs[i][1]})"
+        return f"shape {self.configs[i][0]!r}"
+
+    def fresh(self, i, purpose):
+        """Arguments never used before, from the secret seed, and the reference output."""
+        self.counter += 1
+        seed = self._seed(purpose, i, self.counter)
+        args = tuple(self.h.make_inputs(self.configs[i][0], seed))
+        want = self.h.reference(*args)
+        return args, want
+
+    def check(self, got, want, where):
+        try:
+            self.h.check(got, want)
+        except AssertionError as e:
+            raise CheckFailed(f"{where}: {e}" if not self.hidden else f"{where}: wrong output")
+        except Exception as e:
+            raise CheckFailed(f"{where}: output not comparable ({type(e).__name__})")
+
+    def batch(self, kernel, i, n, purpose, gate):
+        """Times `n` calls of `kernel` on configuration `i`, each on fresh inputs; checks each
+        output. Returns the batch's seconds by the evaluator's clock and the references."""
+        cases = [self.fresh(i, purpose) for _ in range(n)]
+        calls = self.data.prepare(kernel, [a for a, _ in cases], [w for _, w in cases], self.timeout[gate])
+        reply, elapsed = kernel.request({"op": "run", "calls": calls}, self.timeout[gate])
+        outs = self.data.outputs(kernel, calls, reply)
+        if len(outs) != n:
+            raise CheckFailed(f"{self.name(i)}: {len(outs)} outputs for {n} calls")
+        for k, (got, (_, want)) in enumerate(zip(outs, cases)):
+            self.check(got, want, f"{self.name(i)}, call {k + 1} of {n}")
+        self.data.after(kernel)
+        return elapsed, [w for _, w in cases]
+
+    # The gates. Each returns (passed, report dict).
+
+    def compile(self, kernels):
+        for k in kernels:
+            try:
+                k.request(self.load_msg(k), self.timeout["compile"])
+                # Triton and friends compile on the first launch: one call, output unchecked.
+                args, want = self.fresh(0, "compile")
+                calls = self.data.prepare(k, [args], [want], self.timeout["compile"])
+                k.request({"op": "run", "calls": calls}, self.timeout["compile"])
+                k.request({"op": "release"}, self.timeout["compile"])
+            except KernelFailed as e:
+                return False, {"status": "fail", "error": f"{k.role}: {e}"}
+        return True, {"status": "ok", "error": None}
+
+    def load_msg(self, k):
+        return {
+            "op": "load",
+            "source": k.source,
+            "source_rel": k.source_rel,
+            "entry": self.h.entry,
+            "device": self.h.device,
+        }
+
+    def correctness(self, kernel):
+        trials = int(self.job.get("trials", 2))
+        refs = set()
+        try:
+            for i in range(len(self.configs)):
+                for _ in range(trials):
+                    _, wants = self.batch(kernel, i, 1, "correctness", "correctness")
+                    refs.add(self.data.fingerprint(wants[0]))
+        except (CheckFailed, KernelFailed) as e:
+            return False, {"status": "fail", "error": str(e), "num_shapes": len(self.configs)}
+        report = {"status": "ok", "error": None, "num_shapes": len(self.configs)}
+        if len(refs) == 1 and len(self.configs) * trials > 1:
+            # Every input gave the same reference output: a constant kernel would pass.
+            self.warnings.append(
+                "reference_constant: the reference output was the same for every input; "
+                "correctness cannot tell a constant kernel from a right one"
+            )
+            report["warning"] = self.warnings[-1]
+        return True, report
+
+    def each_config(self, kernel):
+        """Correctness per configuration (unseen evaluations): which pass, and why the others
+        do not (named by index only)."""
+        trials = int(self.job.get("trials", 2))
+        passed, errors = [], {}
+        for i in range(len(self.configs)):
+            try:
+                for _ in range(trials):
+                    self.batch(kernel, i, 1, "correctness", "correctness")
+                passed.append(True)
+            except CheckFailed as e:
+                passed.append(False)
+                errors[str(i)] = str(e)
+            except KernelFailed as e:
+                passed.append(False)
+                errors[str(i)] = f"{self.name(i)}: the kernel failed ({type(e).__name__})"
+        return passed, errors
+
+    def performance(self, kernels):
+        """Per configuration: calibrate each kernel's batch size, then randomized pairs of
+        batches; per-call times are batch seconds over calls."""
+        perf = self.job["perf"]
+        pairs = int(perf["pairs"])
+        target = float(perf["target_batch_ms"]) / 1000.0
+        max_calls = int(perf["max_calls"])
+        cases, failed = [], False
+        for i in range(len(self.configs)):
+            case = {"test_case_id": f"u{i}" if self.hidden else f"perf{i + 1}", "execution_time_ms": -1.0}
+            if not self.hidden:
+                case["params"] = {"shape": _jsonable(self.configs[i][0])}
+            try:
+                n = {}
+                for k in kernels:
+                    for _ in range(int(perf["warmup_batches"])):
+                        t1, _ = self.batch(k, i, 1, "warmup", "performance")
+                    n[k.role] = max(1, min(max_calls, int(target / max(t1, 1e-7))))
+                times = {k.role: [] for k in kernels}
+                for _ in range(pairs):
+                    order = list(kernels)
+                    self.rng.shuffle(order)
+                    for k in order:
+                        t, _ = self.batch(k, i, n[k.role], "performance", "performance")
+                        times[k.role].append(1000.0 * t / n[k.role])
+                main = kernels[-1].role
+                case["execution_time_ms"] = statistics.median(times[main])
+                case["samples_ms"] = times[main]
+                case["calls_per_batch"] = n
+                case["method"] = "arena trusted: batches of calls timed by the evaluator, fresh inputs, every output checked"
+                if len(kernels) == 2:
+                    base = kernels[0].role
+                    case["baseline_ms"] = statistics.median(times[base])
+                    case["pairs_ms"] = [[b, c] for b, c in zip(times[base], times[main])]
+            except (CheckFailed, KernelFailed) as e:
+                failed = True
+                case["error"] = str(e)
+            cases.append(case)
+        return not failed, cases
+
+
+def _jsonable(x):
+    if isinstance(x, (list, tuple)):
+        return [_jsonable(v) for v in x]
+    if isinstance(x, (int, float, str, bool)) or x is None:
+        return x
+    return repr(x)

@@ -1,0 +1,203 @@
+//! The trusted evaluator container, for tasks with a trusted harness: arena's evaluator
+//! (root, with only the capabilities to start and stop processes of other users) imports a
+//! private copy of the harness, makes inputs from a secret seed, and times each kernel — the
+//! original and the agent's, each in a process of its own user — from outside, checking every
+//! output itself. The image's `/task` is hidden behind an empty file system, the root file
+//! system is read-only, each kernel writes only its own sized scratch, and the reports go
+//! where only the evaluator may write. See docs/trusted-evaluation.md.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+use arena_eval::layout::OUT_DIR;
+use arena_eval::sources::StagedSource;
+use arena_eval::trusted::{self, Job, Role, BASELINE, CANDIDATE};
+use arena_eval::untrusted::read_text_beneath;
+use arena_eval::GateTimeouts;
+use arena_runtime::{ContainerConfig, Network, RunOutcome, Tmpfs};
+
+use super::agent::copy_task_tree;
+use super::{bind, TaskRun};
+use crate::error::{Result, RunnerError};
+
+/// Size of each kernel's scratch file system (its HOME, TMPDIR and compiler caches).
+const SCRATCH_BYTES: u64 = 2 << 30;
+
+/// One trusted evaluator container.
+pub(crate) struct TrustedRun<'a> {
+    pub phase: &'a str,
+    pub roles: &'a [Role],
+    /// The agent's staged sources, where CANDIDATE is a role.
+    pub candidate: Option<&'a [StagedSource]>,
+    /// The task's hidden file, for an unseen evaluation.
+    pub hidden: Option<&'a Path>,
+}
+
+/// What the evaluator left: its report directory, the container, and its own record.
+pub(crate) struct TrustedOut {
+    pub out: PathBuf,
+    pub outcome: RunOutcome,
+    pub record: serde_json::Value,
+}
+
+fn io(p: &Path) -> impl Fn(std::io::Error) -> RunnerError + '_ {
+    move |e| RunnerError::io(p, e)
+}
+
+fn mode(p: &Path, m: u32) -> Result<()> {
+    std::fs::set_permissions(p, std::fs::Permissions::from_mode(m)).map_err(io(p))
+}
+
+impl TaskRun<'_> {
+    /// The task's trusted harness, if it has one.
+    pub(crate) fn trusted_harness(&self) -> Option<&str> {
+        self.task.config.trusted_harness.as_deref()
+    }
+
+    /// Copies `rels` from `from` (regular files, read beneath it) into `to`, readable by all.
+    fn kernel_dir(&self, from: &Path, rels: &[String], to: &Path) -> Result<()> {
+        for rel in rels {
+            let rel = rel.trim_start_matches("./");
+            let bytes = arena_eval::untrusted::read_beneath(
+                from,
+                Path::new(rel),
+                arena_eval::sources::SOURCE_CAP,
+            )
+            .map_err(|why| RunnerError::Other(format!("{}: {rel}: {why}", from.display())))?;
+            let dest = to.join(rel);
+            if let Some(p) = dest.parent() {
+                std::fs::create_dir_all(p).map_err(io(p))?;
+            }
+            std::fs::write(&dest, bytes).map_err(io(&dest))?;
+            mode(&dest, 0o444)?;
+        }
+        Ok(())
+    }
+
+    pub(crate) async fn trusted(&self, r: TrustedRun<'_>) -> Result<TrustedOut> {
+        let ctx = self.ctx;
+        let harness_rel = self
+            .trusted_harness()
+            .ok_or_else(|| RunnerError::Other("the task has no trusted harness".into()))?;
+        let dir = ctx.rundir.item_dir(self.item).join(r.phase);
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).map_err(io(&dir))?;
+        let code = dir.join("trusted");
+        trusted::install(&code).map_err(io(&code))?;
+        // The harness: a private copy (root only), from the task tree the lockfile pins.
+        let harness = dir.join("harness");
+        copy_task_tree(&self.task.dir, &harness.join("task"))?;
+        mode(&harness, 0o700)?;
+        let kernels = dir.join("kernel");
+        let sources = &self.task.config.source_file_path;
+        self.kernel_dir(&self.task.dir, sources, &kernels.join(BASELINE.name))?;
+        if let Some(staged) = r.candidate {
+            // Each staged file is `<stage>/<rel>`: the stage is that many levels up.
+            let stage_root = staged
+                .first()
+                .and_then(|s| {
+                    s.host
+                        .ancestors()
+                        .nth(Path::new(&s.rel).components().count())
+                        .map(Path::to_path_buf)
+                })
+                .unwrap_or_default();
+            let rels: Vec<String> = staged.iter().map(|s| s.rel.clone()).collect();
+            self.kernel_dir(&stage_root, &rels, &kernels.join(CANDIDATE.name))?;
+        }
+        let out = dir.join("out");
+        std::fs::create_dir_all(&out).map_err(io(&out))?;
+        mode(&out, 0o700)?;
+        let timeouts = GateTimeouts::for_task(&self.task.config);
+        let devices = self
+            .gpu
+            .profile
+            .resolve()
+            .map_err(|e| ctx.runtime_err(self.item, e))?;
+        let mut job = Job::new(
+            harness_rel,
+            r.roles,
+            &timeouts,
+            devices.additional_gids.clone(),
+        );
+        let mut binds = vec![
+            bind(&code, trusted::DIR, true),
+            bind(&harness, trusted::HARNESS_ROOT, true),
+            bind(&kernels, trusted::KERNELS, true),
+            bind(&out, OUT_DIR, false),
+        ];
+        if let Some(h) = r.hidden {
+            // A private copy only root may read: the kernel processes cannot open it.
+            let copy = dir.join("hidden.json");
+            std::fs::copy(h, &copy).map_err(io(&copy))?;
+            mode(&copy, 0o400)?;
+            binds.push(bind(&copy, trusted::HIDDEN, true));
+            job.hidden = Some(trusted::HIDDEN.into());
+            job.unseen = true;
+            job.quiet_kernels = true;
+        }
+        let job_file = dir.join("job.json");
+        let text =
+            serde_json::to_vec_pretty(&job).map_err(|e| RunnerError::Other(e.to_string()))?;
+        std::fs::write(&job_file, text).map_err(io(&job_file))?;
+        mode(&job_file, 0o400)?;
+        binds.push(bind(&job_file, trusted::JOB, true));
+
+        let evaluate = format!("{}/evaluate.py", trusted::DIR);
+        let mut cfg = ContainerConfig::command(&["python3", "-I", "-B", &evaluate, trusted::JOB]);
+        cfg.env = arena_runtime::spec::merge_env(&self.env);
+        cfg.cwd = "/".into();
+        cfg.network = Network::None;
+        cfg.devices = devices;
+        cfg.binds = binds;
+        cfg.readonly_rootfs = true;
+        cfg.seccomp = arena_runtime::seccomp::Profile::Evaluator;
+        cfg.capabilities = vec!["CAP_SETUID".into(), "CAP_SETGID".into(), "CAP_KILL".into()];
+        // The image's task (harness and reference included) is hidden from the kernels.
+        cfg.tmpfs.push(Tmpfs {
+            destination: arena_eval::layout::TASK_ROOT.into(),
+            bytes: 64 << 10,
+            mode: 0o755,
+            uid: 0,
+            gid: 0,
+        });
+        for role in r.roles {
+            cfg.tmpfs.push(Tmpfs {
+                destination: format!("{}/{}", trusted::SCRATCH, role.name),
+                bytes: SCRATCH_BYTES,
+                mode: 0o700,
+                uid: role.uid,
+                gid: role.uid,
+            });
+        }
+        let outcome = ctx
+            .container(self.item, r.phase, &self.image, cfg, timeouts.total())
+            .await?;
+        let record: serde_json::Value =
+            read_text_beneath(&out, Path::new("evaluator.json"), 1 << 20)
+                .ok()
+                .and_then(|t| serde_json::from_str(&t).ok())
+                .unwrap_or_default();
+        if let Some(e) = record.get("error").and_then(|e| e.as_str()) {
+            return Err(RunnerError::Other(format!(
+                "{}: arena's evaluator could not evaluate ({}): {}",
+                self.item.label(),
+                r.phase,
+                e.lines().last().unwrap_or(e)
+            )));
+        }
+        if record.is_null() && !outcome.timed_out {
+            return Err(RunnerError::Other(format!(
+                "{}: arena's evaluator ended (exit {}) without a record ({})",
+                self.item.label(),
+                outcome.exit_code,
+                r.phase
+            )));
+        }
+        Ok(TrustedOut {
+            out,
+            outcome,
+            record,
+        })
+    }
+}

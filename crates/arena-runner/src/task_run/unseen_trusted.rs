@@ -1,0 +1,204 @@
+//! Unseen configurations under arena's trusted evaluator: one container judges each
+//! configuration for each kernel on its own, and times both where both pass them all. What
+//! comes back names configurations by index only; this turns it into the unseen result.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use arena_eval::record::{Evaluation, GateReport, GateStatus, PerfCase};
+use arena_eval::sources::StagedSource;
+use arena_eval::trusted::{Role, BASELINE, CANDIDATE};
+use arena_eval::untrusted::read_text_beneath;
+use arena_task::hidden::TaskUnseen;
+use serde::Deserialize;
+
+use super::trusted::TrustedRun;
+use super::TaskRun;
+use crate::error::{Result, RunnerError};
+
+/// `unseen_report.json`, as the evaluator writes it.
+#[derive(Debug, Default, Deserialize)]
+pub(crate) struct UnseenReport {
+    #[serde(default)]
+    pub compiled: BTreeMap<String, bool>,
+    #[serde(default)]
+    pub passed: BTreeMap<String, Vec<bool>>,
+    #[serde(default)]
+    pub cases: Vec<PerfCase>,
+}
+
+/// One kernel on the set: its evaluation, and its failed configurations by category.
+pub(crate) type KernelResult = (Evaluation, BTreeMap<String, u32>);
+
+fn failed_of(set: &TaskUnseen, passed: &[bool]) -> (Vec<usize>, BTreeMap<String, u32>) {
+    let mut idx = Vec::new();
+    let mut by = BTreeMap::new();
+    for (k, c) in set.configs.iter().enumerate() {
+        if !passed.get(k).copied().unwrap_or(false) {
+            idx.push(k);
+            *by.entry(c.category.as_str().to_string()).or_default() += 1;
+        }
+    }
+    (idx, by)
+}
+
+/// The evaluation of the kernel of `role`, from the report.
+pub(crate) fn kernel_result(set: &TaskUnseen, rep: &UnseenReport, role: Role) -> KernelResult {
+    let compiled = rep.compiled.get(role.name).copied().unwrap_or(false);
+    let passed = rep.passed.get(role.name).cloned().unwrap_or_default();
+    let (bad, by) = failed_of(set, &passed);
+    let compile = if compiled {
+        GateReport::new(GateStatus::Ok, None)
+    } else {
+        GateReport::new(
+            GateStatus::Fail,
+            Some("the kernel did not load or run".into()),
+        )
+    };
+    let correctness = if !compiled {
+        GateReport::new(GateStatus::Skipped, None)
+    } else if bad.is_empty() {
+        GateReport::new(GateStatus::Ok, None)
+    } else {
+        let names: Vec<String> = bad
+            .iter()
+            .map(|k| format!("{k} ({})", set.configs[*k].category.as_str()))
+            .collect();
+        GateReport::new(
+            GateStatus::Fail,
+            Some(format!("fails unseen configurations {}", names.join(", "))),
+        )
+    };
+    let performance = if compiled && bad.is_empty() {
+        rep.cases
+            .iter()
+            .map(|c| {
+                let mut c = c.clone();
+                if role == BASELINE {
+                    c.execution_time_ms = c
+                        .extra
+                        .get("baseline_ms")
+                        .and_then(|v| v.as_f64())
+                        .unwrap_or(c.execution_time_ms);
+                    c.extra.remove("baseline_ms");
+                    c.extra.remove("pairs_ms");
+                }
+                c
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
+    (
+        Evaluation {
+            compile,
+            correctness,
+            performance,
+        },
+        by,
+    )
+}
+
+impl TaskRun<'_> {
+    /// The original and (where its sources were taken) the agent's kernel on the set.
+    pub(crate) async fn unseen_trusted(
+        &self,
+        set: &TaskUnseen,
+        hidden_file: &Path,
+        staged: Option<&[StagedSource]>,
+    ) -> Result<(KernelResult, Option<KernelResult>)> {
+        let roles: &[Role] = if staged.is_some() {
+            &[BASELINE, CANDIDATE]
+        } else {
+            &[BASELINE]
+        };
+        let t = self
+            .trusted(TrustedRun {
+                phase: "unseen",
+                roles,
+                candidate: staged,
+                hidden: Some(hidden_file),
+            })
+            .await;
+        // The private copy of the hidden file goes at once, whatever happened.
+        let _ = std::fs::remove_file(
+            self.ctx
+                .rundir
+                .item_dir(self.item)
+                .join("unseen/hidden.json"),
+        );
+        let t = t?;
+        let rep: UnseenReport = read_text_beneath(&t.out, Path::new("unseen_report.json"), 4 << 20)
+            .map_err(|why| {
+                RunnerError::Other(format!("{}: unseen_report.json: {why}", self.item.label()))
+            })
+            .and_then(|text| {
+                serde_json::from_str(&text).map_err(|e| {
+                    RunnerError::Other(format!("{}: unseen_report.json: {e}", self.item.label()))
+                })
+            })?;
+        let original = kernel_result(set, &rep, BASELINE);
+        let optimized = staged.map(|_| kernel_result(set, &rep, CANDIDATE));
+        Ok((original, optimized))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arena_task::unseen::{Category, UnseenConfig};
+
+    fn set() -> TaskUnseen {
+        TaskUnseen {
+            schema: "arena.unseen/v1".into(),
+            task_id: "t".into(),
+            harness: "h.py".into(),
+            declaration: "TEST_SHAPES".into(),
+            also: Vec::new(),
+            configs: [Category::EdgeCase, Category::ScaleUp, Category::ScaleUp]
+                .into_iter()
+                .enumerate()
+                .map(|(k, category)| UnseenConfig {
+                    category,
+                    entry: format!("({},)", 1000 + k),
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn failures_are_named_by_index_and_category_never_by_shape() {
+        let rep: UnseenReport = serde_json::from_str(
+            r#"{"compiled": {"baseline": true, "candidate": true},
+                "passed": {"baseline": [true, true, true], "candidate": [true, false, false]},
+                "cases": []}"#,
+        )
+        .unwrap();
+        let (orig, orig_fail) = kernel_result(&set(), &rep, BASELINE);
+        assert!(orig.correct() && orig_fail.is_empty());
+        let (opt, opt_fail) = kernel_result(&set(), &rep, CANDIDATE);
+        let e = opt.correctness.error.unwrap();
+        assert_eq!(e, "fails unseen configurations 1 (scale_up), 2 (scale_up)");
+        assert!(!e.contains("1001"));
+        assert_eq!(opt_fail, [("scale_up".to_string(), 2)].into());
+        assert!(opt.performance.is_empty());
+    }
+
+    #[test]
+    fn times_are_shared_out_where_both_pass() {
+        let rep: UnseenReport = serde_json::from_str(
+            r#"{"compiled": {"baseline": true, "candidate": true},
+                "passed": {"baseline": [true, true, true], "candidate": [true, true, true]},
+                "cases": [{"test_case_id": "u0", "execution_time_ms": 1.0, "baseline_ms": 3.0, "pairs_ms": [[3.0, 1.0]]}]}"#,
+        )
+        .unwrap();
+        let (orig, _) = kernel_result(&set(), &rep, BASELINE);
+        let (opt, _) = kernel_result(&set(), &rep, CANDIDATE);
+        assert_eq!(orig.performance[0].execution_time_ms, 3.0);
+        assert!(!orig.performance[0].extra.contains_key("pairs_ms"));
+        assert_eq!(opt.performance[0].execution_time_ms, 1.0);
+        let missing = UnseenReport::default();
+        let (none, _) = kernel_result(&set(), &missing, CANDIDATE);
+        assert!(!none.compiled());
+    }
+}
