@@ -3,15 +3,10 @@
 
 /// The task directory inside task images (the image's task layer).
 pub const TASK_ROOT: &str = "/task";
-/// The gate script, bound read-only.
-pub const SCRIPT: &str = "/arena/gates.sh";
-/// Read-write: the script writes one `GATE EXIT_CODE` line per gate it ran to [`GATES_FILE`].
+/// Written only by arena's code in the container (root's, mode 0700): one `GATE EXIT_CODE`
+/// line per gate to [`GATES_FILE`], the reports, the evaluator's record.
 pub const OUT_DIR: &str = "/arena/out";
 pub const GATES_FILE: &str = "gates";
-/// Read-write: the harness's `build/` (its reports), bound from the run directory.
-pub fn build_dir() -> String {
-    format!("{TASK_ROOT}/build")
-}
 
 /// Where a declared source file (`source/k.py`) of the agent is bound, read-only.
 pub fn source_path(rel: &str) -> String {

@@ -1,22 +1,25 @@
 //! arena-eval: the gated evaluation (compile → correctness → performance) as it runs inside an
-//! evaluator container. It owns what the container is given — the gate script, the layout of
-//! its mounts, the agent's declared source files copied out of the workspace — and how its
-//! reports become an [`record::Evaluation`]. Starting the container is the runner's job.
+//! evaluator container. It owns what the container is given — arena's trusted evaluator (for
+//! tasks with a trusted harness) or the job of its gate runner (for tasks whose harness is
+//! their own), the layout of the mounts, the agent's declared source files taken out of the
+//! workspace — and how what the container wrote, read as something hostile wrote it, becomes
+//! an [`record::Evaluation`]. Starting the container is the runner's job.
 
 pub mod collect;
+pub mod cross_check;
 pub mod error;
 pub mod gate;
 pub mod layout;
-pub mod probe;
 pub mod record;
-pub mod script;
+pub mod self_reported;
 pub mod sources;
+pub mod timeouts;
 pub mod trusted;
 pub mod untrusted;
 
 pub use collect::collect;
 pub use error::EvalError;
 pub use gate::{Gate, GATES};
-pub use probe::{probe_script, read_probe};
-pub use script::{gate_script, GateTimeouts};
+pub use self_reported::{read_probe, GatesJob};
 pub use sources::stage_sources;
+pub use timeouts::GateTimeouts;

@@ -23,6 +23,9 @@ pub enum PerfFailure {
     CaseFailed { id: String, ms: f64 },
     #[error("case `{id}` of the baseline is missing from the candidate's report")]
     MissingCase { id: String },
+    /// The harness's own times disagree with arena's clock: they are not believed.
+    #[error("the reported times failed arena's cross-check: {why}")]
+    CrossCheck { why: String },
 }
 
 fn by_id(cases: &[PerfCase]) -> Result<BTreeMap<&str, f64>, PerfFailure> {
@@ -109,7 +112,18 @@ pub struct TaskScore {
 pub fn score_task(r: &TaskResult) -> TaskScore {
     let compiled = r.candidate.compiled();
     let correct = r.candidate.correct();
-    let (speedup, performance_failure) = if correct {
+    let refused = r
+        .cross_check
+        .as_ref()
+        .filter(|c| c.verdict == arena_eval::cross_check::Verdict::Inconsistent);
+    let (speedup, performance_failure) = if let (true, Some(c)) = (correct, refused) {
+        (
+            0.0,
+            Some(PerfFailure::CrossCheck {
+                why: c.reason.clone(),
+            }),
+        )
+    } else if correct {
         match speedup(&r.baseline.performance, &r.candidate.performance) {
             Ok(s) => (s, None),
             Err(f) => (0.0, Some(f)),

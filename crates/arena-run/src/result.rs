@@ -166,6 +166,9 @@ pub struct TaskResult {
     /// Why the agent's sources never reached an evaluator (a symlink, a missing file…).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub candidate_refused: Option<String>,
+    /// A self-reported harness's times checked against arena's clock.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cross_check: Option<arena_eval::cross_check::CrossCheck>,
     /// The trusted evaluator's record of each evaluation, by phase: its secret seed (told
     /// once no kernel ran any more), its warnings, its gate times.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
@@ -198,6 +201,7 @@ impl TaskResult {
             gpu: None,
             containers: BTreeMap::new(),
             candidate_refused: None,
+            cross_check: None,
             evaluators: BTreeMap::new(),
             extra: BTreeMap::new(),
         }

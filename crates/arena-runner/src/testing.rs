@@ -2,6 +2,8 @@
 //! a store holding their image configs, a lockfile, agent files, and fake programs that play
 //! the evaluator and the agent.
 //!
+//! The fake evaluator plays arena's gate runner (`gates.py`, the self-reported mode these
+//! tasks are in): it writes the gates file and the reports.
 //! A task's kernel (`source/k.py`) is a few `key=value` lines the fake evaluator obeys:
 //! `speed=N` (its cases take 10/N ms), `compile=fail`, `correct=fail`, `sleep_ms=N` (the
 //! evaluator takes that long), `panic=yes` (the program panics). Where no source is bound over
@@ -62,7 +64,13 @@ pub async fn evaluator(p: FakeProcess) -> u32 {
         panic!("the evaluator program fell over");
     }
     let out = p.host_path("/arena/out").expect("out is bound");
-    let build = p.host_path("/task/build").expect("build is bound");
+    assert!(
+        p.host_path("/arena/job.json").is_some_and(|j| j.is_file()),
+        "the gate runner's job is bound"
+    );
+    // The gate runner copies the harness's reports here.
+    let build = out.join("reports");
+    std::fs::create_dir_all(&build).unwrap();
     let mut gates = String::new();
     let report = |name: &str, ok: bool| {
         let body = if ok {
@@ -175,7 +183,7 @@ impl Fixture {
         std::fs::create_dir_all(root.join("agents")).unwrap();
         let fake = FakeRuntime::new();
         fake.program(
-            |s| s.config.args.first().map(String::as_str) == Some("sh"),
+            |s| s.config.args.iter().any(|a| a.ends_with("/gates.py")),
             evaluator,
         );
         fake.program(

@@ -369,7 +369,7 @@ mod tests {
                 std::fs::read(d.path().join("b").join(&name)).unwrap()
             );
         }
-        assert_eq!(a.files.len(), 4);
+        assert_eq!(a.files.len(), 5);
         assert!(a.skipped.is_empty());
         let c = write_set(&tasks, GenOptions { seed: 43, ..opts }, &d.path().join("c")).unwrap();
         assert_ne!(a.set_digest, c.set_digest);

@@ -10,6 +10,7 @@ pub mod error;
 mod fields;
 pub mod hidden;
 pub mod id;
+pub mod iterations;
 pub mod paths;
 pub mod shapes;
 pub mod task;

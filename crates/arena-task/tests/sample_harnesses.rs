@@ -50,7 +50,7 @@ fn cpu_tasks_pass_every_gate_on_their_baselines() {
         .into_iter()
         .filter(|t| t.id.starts_with("python2python/"))
         .collect();
-    assert_eq!(cpu.len(), 2);
+    assert_eq!(cpu.len(), 3);
     for found in cpu {
         let (_tmp, dir) = copy_task(&found.id);
         let task = Task::load(&dir, &found.id).unwrap();

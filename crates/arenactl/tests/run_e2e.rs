@@ -75,7 +75,22 @@ impl Daemon {
         Daemon { dir, socket }
     }
 
+    /// `arenactl run` on the two trusted CPU tasks (what most tests need, at less cost).
     fn run_args(&self, agent: &str, out: &Path) -> Vec<String> {
+        let mut a = self.run_args_all(agent, out);
+        a.extend(
+            [
+                "--tasks",
+                "python2python/arena/matmul",
+                "python2python/arena/prefix_sum",
+            ]
+            .map(String::from),
+        );
+        a
+    }
+
+    /// `arenactl run` on every CPU task: trusted and self-reported.
+    fn run_args_all(&self, agent: &str, out: &Path) -> Vec<String> {
         [
             "run",
             "--image-lock",
@@ -99,10 +114,10 @@ impl Daemon {
         .collect()
     }
 
-    /// `arenactl run … --json`: the run's report.
+    /// `arenactl run … --json` on every CPU task: the run's report.
     fn run(&self, agent: &str, out: &Path) -> Value {
         let o = arenactl()
-            .args(self.run_args(agent, out))
+            .args(self.run_args_all(agent, out))
             .arg("--json")
             .output()
             .unwrap();
@@ -157,7 +172,7 @@ fn three_scripted_agents_and_drift_refusal() {
     let report = d.run("ci/agents/optimize.toml", &tmp.join("optimize"));
     assert_eq!(report["state"], "done");
     let tasks = report["report"]["tasks"].as_array().unwrap();
-    assert_eq!(tasks.len(), 2);
+    assert_eq!(tasks.len(), 3);
     for t in tasks {
         assert_eq!(t["correct"], true, "{t}");
         let s = t["speedup"].as_f64().unwrap();
@@ -412,7 +427,7 @@ fn unseen_configurations_reach_only_the_evaluator() {
         .unwrap()
         .to_string();
     let with_unseen = |agent: &str, out: &Path| -> Value {
-        let mut args = d.run_args(agent, out);
+        let mut args = d.run_args_all(agent, out);
         args.extend([
             "--unseen".to_string(),
             hidden.display().to_string(),
@@ -441,7 +456,7 @@ fn unseen_configurations_reach_only_the_evaluator() {
         .find(|x| x["task_type"] == "python2python")
         .unwrap();
     assert_eq!(row["quadrants"]["opt_regression"], 1, "{g}");
-    assert_eq!(row["quadrants"]["both_pass"], 1, "{g}");
+    assert_eq!(row["quadrants"]["both_pass"], 2, "{g}");
     assert!(row["delta_g"].as_f64().is_some(), "Δg not computed: {g}");
     // The overfit kernel is wrong on every unseen size, and the probe says so per category;
     // the original kernel fails none.
@@ -727,7 +742,11 @@ fn slurm_backend_runs_one_job_per_task_run_and_survives_scancel() {
     };
 
     // The same tasks and agent, locally and as Slurm jobs: the same gates and outcomes.
-    d.run("ci/agents/optimize.toml", &tmp.join("local"));
+    let o = arenactl()
+        .args(d.run_args("ci/agents/optimize.toml", &tmp.join("local")))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", show(&o));
     let o = head("ci/agents/optimize.toml", &tmp.join("jobs"), &[])
         .output()
         .unwrap();

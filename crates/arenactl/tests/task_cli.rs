@@ -72,10 +72,11 @@ fn sample_tasks_are_valid() {
     let o = arenactl(&["task", "validate", "tasks"], &repo());
     no_panic(&o);
     assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
-    assert!(stdout(&o).contains("4 valid, 0 invalid"), "{}", stdout(&o));
+    assert!(stdout(&o).contains("5 valid, 0 invalid"), "{}", stdout(&o));
     for id in [
         "python2python/arena/matmul",
         "python2python/arena/prefix_sum",
+        "python2python/arena/sum_squares",
         "triton2triton/arena/add_rmsnorm",
         "triton2triton/arena/row_softmax",
     ] {
@@ -88,9 +89,9 @@ fn validate_json_is_machine_readable() {
     let o = arenactl(&["task", "validate", "tasks", "--json"], &repo());
     assert_eq!(o.status.code(), Some(0));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    assert_eq!(v["valid"], 4);
+    assert_eq!(v["valid"], 5);
     assert_eq!(v["invalid"], 0);
-    assert_eq!(v["tasks"].as_array().unwrap().len(), 4);
+    assert_eq!(v["tasks"].as_array().unwrap().len(), 5);
     assert_eq!(v["tasks"][0]["task_type"], "python2python");
 }
 
@@ -234,7 +235,7 @@ fn list_show_and_digest() {
     let o = arenactl(&["task", "list", "tasks", "--json"], &root);
     assert_eq!(o.status.code(), Some(0));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    assert_eq!(v.as_array().unwrap().len(), 4);
+    assert_eq!(v.as_array().unwrap().len(), 5);
 
     let o = arenactl(
         &["task", "show", "python2python/arena/matmul", "--json"],

@@ -10,6 +10,23 @@ import os
 import sys
 
 
+def tensor_check(atol, rtol):
+    """Shape, dtype and allclose, for tensors."""
+
+    def check(got, want):
+        import torch
+
+        if not isinstance(got, torch.Tensor):
+            raise AssertionError(f"expected a tensor, got a {type(got).__name__}")
+        if got.shape != want.shape or got.dtype != want.dtype:
+            raise AssertionError(f"got {tuple(got.shape)} {got.dtype}, expected {tuple(want.shape)} {want.dtype}")
+        if not torch.allclose(got.float(), want.float(), atol=atol, rtol=rtol, equal_nan=False):
+            err = (got.float() - want.float()).abs().nan_to_num(float("inf")).max().item()
+            raise AssertionError(f"max abs error {err:.3e} exceeds atol={atol}, rtol={rtol}")
+
+    return check
+
+
 def default_check(got, want):
     if type(got) is not type(want):
         raise AssertionError(f"expected a {type(want).__name__}, got a {type(got).__name__}")
@@ -38,5 +55,8 @@ class Harness:
         self.shapes = list(m.TEST_SHAPES)
         self.make_inputs = m.make_inputs
         self.reference = m.reference
-        self.check = getattr(m, "check", default_check)
         self.device = getattr(m, "DEVICE", "cpu")
+        default = default_check
+        if self.device == "cuda":
+            default = tensor_check(getattr(m, "ATOL", 1e-5), getattr(m, "RTOL", 1e-5))
+        self.check = getattr(m, "check", default)

@@ -61,7 +61,10 @@ class Session:
         cases = [self.fresh(i, purpose) for _ in range(n)]
         calls = self.data.prepare(kernel, [a for a, _ in cases], [w for _, w in cases], self.timeout[gate])
         reply, elapsed = kernel.request({"op": "run", "calls": calls}, self.timeout[gate])
-        outs = self.data.outputs(kernel, calls, reply)
+        try:
+            outs = self.data.outputs(kernel, calls, reply)
+        except Exception as e:  # what the kernel process handed back does not hold up
+            raise CheckFailed(f"{self.name(i)}: {type(e).__name__}: {e}" if not self.hidden else f"{self.name(i)}: {type(e).__name__}")
         if len(outs) != n:
             raise CheckFailed(f"{self.name(i)}: {len(outs)} outputs for {n} calls")
         for k, (got, (_, want)) in enumerate(zip(outs, cases)):
@@ -148,7 +151,11 @@ class Session:
                 for k in kernels:
                     for _ in range(int(perf["warmup_batches"])):
                         t1, _ = self.batch(k, i, 1, "warmup", "performance")
-                    n[k.role] = max(1, min(max_calls, int(target / max(t1, 1e-7))))
+                    # A batch of one is mostly round trip: size a second guess by it, then
+                    # the batch by the second guess's time per call.
+                    guess = max(1, min(max_calls, int(target / max(t1, 1e-7))))
+                    t2, _ = self.batch(k, i, guess, "warmup", "performance")
+                    n[k.role] = max(1, min(max_calls, int(target * guess / max(t2, 1e-7))))
                 times = {k.role: [] for k in kernels}
                 for _ in range(pairs):
                     order = list(kernels)

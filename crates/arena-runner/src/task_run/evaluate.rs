@@ -4,19 +4,18 @@
 //! [`Evaluation`]. The candidate phase stages the agent's declared sources first; sources the
 //! evaluator refuses to take fail the candidate, with the reason, and no container sees them.
 
-use std::path::PathBuf;
-
-use arena_eval::layout::{self, GATES_FILE, OUT_DIR, SCRIPT};
 use arena_eval::record::{Evaluation, GateReport, GateStatus};
+use arena_eval::self_reported::REPORTS;
 use arena_eval::sources::StagedSource;
-use arena_eval::{collect, gate_script, stage_sources, GateTimeouts};
+use arena_eval::{collect, stage_sources, GateTimeouts, GatesJob};
 use arena_proto::v1::EventKind;
 use arena_run::events::Detail;
-use arena_runtime::{BindMount, ContainerConfig, Network, RunOutcome};
+use arena_runtime::{BindMount, RunOutcome};
 
+use super::self_reported::SelfReportedRun;
 use super::trusted::TrustedRun;
-use super::{bind, TaskRun};
-use crate::error::{Result, RunnerError};
+use super::TaskRun;
+use crate::error::Result;
 use arena_eval::trusted::{Role, BASELINE, CANDIDATE};
 
 /// One evaluation and the container that produced it.
@@ -25,17 +24,6 @@ pub(crate) struct Phase {
     pub outcome: RunOutcome,
     /// The trusted evaluator's own record (its seed, warnings, gate times), where it ran.
     pub record: Option<serde_json::Value>,
-}
-
-/// One evaluator container: its phase, the script it runs, what is bound in, how long it may
-/// take.
-pub(crate) struct EvaluatorRun<'a> {
-    pub phase: &'a str,
-    pub script_name: &'a str,
-    pub script: String,
-    pub sources: &'a [StagedSource],
-    pub extra_binds: &'a [BindMount],
-    pub limit_s: u64,
 }
 
 /// The candidate phase: what the evaluator made of the agent's sources.
@@ -64,50 +52,8 @@ pub(crate) fn gate_label(phase: &str, gate: &str) -> String {
 }
 
 impl TaskRun<'_> {
-    /// A fresh evaluator container running a generated script: the image's task, `sources`
-    /// bound read-only over its files, the phase's `out/` and `build/` (emptied first) bound
-    /// read-write, no network, the task run's GPU. Returns the out and build directories.
-    pub(crate) async fn evaluator(
-        &self,
-        run: EvaluatorRun<'_>,
-    ) -> Result<(PathBuf, PathBuf, RunOutcome)> {
-        let ctx = self.ctx;
-        let dir = ctx.rundir.item_dir(self.item).join(run.phase);
-        let (out, build) = (dir.join("out"), dir.join("build"));
-        for d in [&out, &build] {
-            // Reports of an earlier evaluation (an unseen set evaluated again) must not stand
-            // in for this one's. (The phase directory itself may hold the staged sources.)
-            let _ = std::fs::remove_dir_all(d);
-            std::fs::create_dir_all(d).map_err(|e| RunnerError::io(d, e))?;
-        }
-        let script = dir.join(run.script_name);
-        std::fs::write(&script, &run.script).map_err(|e| RunnerError::io(&script, e))?;
-        let mut cfg = ContainerConfig::command(&["sh", SCRIPT]);
-        cfg.env = arena_runtime::spec::merge_env(&self.env);
-        cfg.cwd = layout::TASK_ROOT.into();
-        cfg.network = Network::None;
-        cfg.devices = self
-            .gpu
-            .profile
-            .resolve()
-            .map_err(|e| ctx.runtime_err(self.item, e))?;
-        cfg.binds = vec![
-            bind(&script, SCRIPT, true),
-            bind(&out, OUT_DIR, false),
-            bind(&build, &layout::build_dir(), false),
-        ];
-        for s in run.sources {
-            cfg.binds
-                .push(bind(&s.host, &layout::source_path(&s.rel), true));
-        }
-        cfg.binds.extend(run.extra_binds.iter().cloned());
-        let outcome = ctx
-            .container(self.item, run.phase, &self.image, cfg, run.limit_s)
-            .await?;
-        Ok((out, build, outcome))
-    }
-
-    /// One gated evaluation in a fresh evaluator container, with an event per gate reached.
+    /// One gated evaluation by the task's own commands in a fresh evaluator container, with
+    /// an event per gate reached.
     pub(crate) async fn evaluate(
         &self,
         phase: &str,
@@ -116,26 +62,44 @@ impl TaskRun<'_> {
         event: EventKind,
     ) -> Result<Phase> {
         let timeouts = GateTimeouts::for_task(&self.task.config);
-        let run = EvaluatorRun {
-            phase,
-            script_name: "gates.sh",
-            script: gate_script(&self.task.config, &timeouts),
-            sources,
-            extra_binds,
-            limit_s: timeouts.total(),
-        };
-        let (out, build, outcome) = self.evaluator(run).await?;
-        let note = outcome
+        let mut job = GatesJob::gates(
+            &self.task.config,
+            &timeouts,
+            arena_eval::layout::TASK_ROOT,
+            &self.env,
+            self.groups(),
+        );
+        job.quiet = phase.starts_with("unseen");
+        let limit = job.limit_s();
+        let r = self
+            .self_reported(SelfReportedRun {
+                phase,
+                job,
+                sources,
+                extra_binds,
+            })
+            .await?;
+        let note = r
+            .outcome
             .timed_out
-            .then(|| format!("evaluator timed out after {} s", timeouts.total()));
-        let evaluation = collect(&out, &build, note.as_deref());
-        let _ = std::fs::remove_file(out.join(GATES_FILE));
+            .then(|| format!("evaluator timed out after {limit} s"));
+        let evaluation = collect(&r.out, &r.out.join(REPORTS), note.as_deref());
         self.gate_events(phase, &evaluation, event);
         Ok(Phase {
             evaluation,
-            outcome,
-            record: None,
+            outcome: r.outcome,
+            record: Some(r.record),
         })
+    }
+
+    /// The supplementary groups of the GPU's device nodes (harness and kernel processes need
+    /// them to open the devices).
+    pub(crate) fn groups(&self) -> Vec<u32> {
+        self.gpu
+            .profile
+            .resolve()
+            .map(|g| g.additional_gids)
+            .unwrap_or_default()
     }
 
     /// One evaluation of the original kernel (and the agent's, where `staged` is given) in

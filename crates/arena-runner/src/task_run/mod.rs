@@ -10,6 +10,7 @@ mod baseline;
 mod evaluate;
 mod image;
 mod result;
+mod self_reported;
 #[cfg(test)]
 mod tests;
 mod trusted;

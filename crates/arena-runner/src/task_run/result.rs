@@ -5,6 +5,7 @@
 use std::path::Path;
 
 use arena_digest::Digest;
+use arena_eval::cross_check::{cross_check, CrossCheck, Verdict};
 use arena_run::result::{
     ContainerRecord, GpuRecord, Provenance, TaskResult, Timings, Trust, UnseenResult,
 };
@@ -46,7 +47,33 @@ fn digest(what: &str, s: &str) -> Result<Digest> {
     Digest::parse(s).map_err(|e| RunnerError::Other(format!("{what}: {e}")))
 }
 
+/// Wall seconds of the performance step's commands, from the gate runner's record.
+fn performance_wall_s(record: &serde_json::Value) -> Option<f64> {
+    let cmds = record.get("commands")?.as_array()?;
+    let walls: Vec<f64> = cmds
+        .iter()
+        .filter(|c| c.get("step").and_then(|s| s.as_str()) == Some("performance"))
+        .filter_map(|c| c.get("wall_s").and_then(|w| w.as_f64()))
+        .collect();
+    (!walls.is_empty()).then(|| walls.iter().sum())
+}
+
 impl TaskRun<'_> {
+    /// The candidate's self-reported times against arena's clock (None: a wall time is
+    /// missing, which happens only if a gate runner failed).
+    fn cross_check(&self, baseline: &Phase, candidate: Option<&Phase>) -> Option<CrossCheck> {
+        let base_wall = performance_wall_s(baseline.record.as_ref()?)?;
+        let cand = candidate?;
+        let cand_wall = performance_wall_s(cand.record.as_ref()?)?;
+        Some(cross_check(
+            &baseline.evaluation.performance,
+            base_wall,
+            &cand.evaluation.performance,
+            cand_wall,
+            arena_task::iterations::calls_per_case(&self.task.dir, &self.task.config),
+        ))
+    }
+
     fn provenance(&self, agent_image: &ImageRef) -> Result<Provenance> {
         let ctx = self.ctx;
         Ok(Provenance {
@@ -91,6 +118,15 @@ impl TaskRun<'_> {
         } else {
             Trust::SelfReported
         };
+        if self.trusted_harness().is_none() && result.candidate.correct() {
+            let check = self.cross_check(&p.baseline, p.candidate.phase.as_ref());
+            if let Some(c) = &check {
+                if c.verdict != Verdict::Partial {
+                    result.trust = Trust::SelfReportedCrossChecked;
+                }
+            }
+            result.cross_check = check;
+        }
         for (phase, record) in [
             ("baseline", &p.baseline.record),
             (

@@ -17,8 +17,13 @@ fn bind_of<'a>(
 async fn phases_run_in_order_baseline_agent_candidate() {
     let f = Fixture::new();
     let a = f.agent("fast", "write:speed=2", "");
-    let (_, state) = f.run(&a, "out").await;
-    assert_eq!(state, RunState::Done);
+    let (h, state) = f.run(&a, "out").await;
+    assert_eq!(
+        state,
+        RunState::Done,
+        "{:?}",
+        messages(&h, EventKind::TaskError)
+    );
     let phases: Vec<String> = f
         .fake
         .history()
@@ -104,8 +109,24 @@ async fn evaluators_never_see_the_workspace_only_the_staged_sources_read_only() 
     let k = bind_of(&cand, "/task/source/k.py").unwrap();
     assert!(k.readonly && k.source.ends_with("staged/candidate/source/k.py"));
     assert!(bind_of(&f.specs("baseline")[0], "/task/source/k.py").is_none());
-    assert!(bind_of(&cand, "/arena/gates.sh").unwrap().readonly);
+    assert!(bind_of(&cand, "/arena/trusted").unwrap().readonly);
+    assert!(bind_of(&cand, "/arena/job.json").unwrap().readonly);
     assert!(!bind_of(&cand, "/arena/out").unwrap().readonly);
+    // The evaluator's root is read-only, its writable space sized, its privileges few.
+    assert!(cand.config.readonly_rootfs);
+    assert!(cand
+        .config
+        .tmpfs
+        .iter()
+        .any(|t| t.destination == "/task/build" && t.bytes > 0));
+    assert_eq!(
+        cand.config.capabilities,
+        ["CAP_SETUID", "CAP_SETGID", "CAP_KILL"]
+    );
+    assert_eq!(
+        cand.config.seccomp,
+        arena_runtime::seccomp::Profile::Evaluator
+    );
 }
 
 #[tokio::test]

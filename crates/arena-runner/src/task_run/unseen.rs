@@ -12,7 +12,7 @@ use std::path::Path;
 use arena_eval::layout;
 use arena_eval::record::{Evaluation, GateReport, GateStatus};
 use arena_eval::sources::StagedSource;
-use arena_eval::GateTimeouts;
+use arena_eval::{read_probe, GateTimeouts, GatesJob};
 use arena_proto::v1::EventKind;
 use arena_run::events::Detail;
 use arena_run::result::UnseenResult;
@@ -20,13 +20,10 @@ use arena_runtime::BindMount;
 use arena_task::declarations::Declaration;
 use arena_task::hidden::TaskUnseen;
 
-use super::evaluate::{gate_label, EvaluatorRun, Phase};
+use super::evaluate::{gate_label, Phase};
+use super::self_reported::SelfReportedRun;
 use super::{bind, TaskRun};
 use crate::error::{Result, RunnerError};
-
-/// Where an unseen evaluator sees its task's hidden file (read-only). No other container
-/// ever gets a mount of the hidden set.
-pub const HIDDEN_MOUNT: &str = "/arena/hidden/task.json";
 
 impl TaskRun<'_> {
     /// Both kernels on the task's unseen configurations (None: the run has no hidden set,
@@ -63,7 +60,6 @@ impl TaskRun<'_> {
         let _ = std::fs::remove_dir_all(&private);
         let unseen = UnseenEval {
             run: self,
-            hidden_file: &hidden_file,
             decl: Declaration::parse(&set.declaration),
             files: std::iter::once(set.harness.clone())
                 .chain(set.also.iter().cloned())
@@ -159,7 +155,6 @@ struct KernelOnUnseen {
 /// What evaluating one task on its unseen set needs.
 struct UnseenEval<'a> {
     run: &'a TaskRun<'a>,
-    hidden_file: &'a Path,
     decl: Declaration,
     /// The files the declaration is rewritten in (relative to the task).
     files: Vec<String>,
@@ -169,8 +164,9 @@ struct UnseenEval<'a> {
 }
 
 impl UnseenEval<'_> {
-    /// Writes the task's declaration files rewritten with `entries` under `dir`.
-    fn write_variant(&self, dir: &Path, entries: &[String]) -> Result<()> {
+    /// The task's declaration files rewritten with `entries`: (relative path, text).
+    fn variant_texts(&self, entries: &[String]) -> Result<Vec<(String, String)>> {
+        let mut out = Vec::new();
         for rel in &self.files {
             let host = self.run.task.dir.join(rel);
             let src = std::fs::read_to_string(&host).map_err(|e| RunnerError::io(&host, e))?;
@@ -178,7 +174,15 @@ impl UnseenEval<'_> {
                 arena_task::declarations::rewrite(&src, &self.decl, entries).map_err(|e| {
                     RunnerError::invalid(host.display(), &self.set.declaration, e.to_string())
                 })?;
-            let to = dir.join(rel);
+            out.push((rel.trim_start_matches("./").to_string(), text));
+        }
+        Ok(out)
+    }
+
+    /// Writes the task's declaration files rewritten with `entries` under `dir`.
+    fn write_variant(&self, dir: &Path, entries: &[String]) -> Result<()> {
+        for (rel, text) in self.variant_texts(entries)? {
+            let to = dir.join(&rel);
             if let Some(parent) = to.parent() {
                 std::fs::create_dir_all(parent).map_err(|e| RunnerError::io(parent, e))?;
             }
@@ -187,15 +191,12 @@ impl UnseenEval<'_> {
         Ok(())
     }
 
-    /// Read-only binds of a variant's files over the image's, and of the task's hidden file.
+    /// Read-only binds of a variant's files over the image's.
     fn binds(&self, dir: &Path) -> Vec<BindMount> {
-        let mut b: Vec<BindMount> = self
-            .files
+        self.files
             .iter()
             .map(|rel| bind(dir.join(rel), &layout::source_path(rel), true))
-            .collect();
-        b.push(bind(self.hidden_file, HIDDEN_MOUNT, true));
-        b
+            .collect()
     }
 
     fn entries(&self) -> Vec<String> {
@@ -259,25 +260,31 @@ impl UnseenEval<'_> {
     /// Compiles once and runs correctness per configuration in one evaluator container.
     async fn probe(&self, phase: &str, sources: &[StagedSource]) -> Result<Vec<bool>> {
         let n = self.set.configs.len();
-        let variants = self.private.join(phase);
-        for (k, entry) in self.entries().into_iter().enumerate() {
-            self.write_variant(&variants.join(k.to_string()), &[entry])?;
-        }
+        let variants = self
+            .entries()
+            .into_iter()
+            .map(|e| self.variant_texts(&[e]))
+            .collect::<Result<Vec<_>>>()?;
+        let views = self.run.views(&self.private.join(phase), &variants)?;
         let timeouts = GateTimeouts::for_task(&self.run.task.config);
-        let extra = [
-            bind(&variants, arena_eval::probe::PROBE_DIR, true),
-            bind(self.hidden_file, HIDDEN_MOUNT, true),
-        ];
-        let run = EvaluatorRun {
-            phase,
-            script_name: "probe.sh",
-            script: arena_eval::probe_script(&self.run.task.config, &timeouts, &self.files, n),
-            sources,
-            extra_binds: &extra,
-            limit_s: timeouts.compile + timeouts.correctness * n as u64 + 60,
-        };
-        let (out, _, _) = self.run.evaluator(run).await?;
-        let passed = arena_eval::read_probe(&out, n).unwrap_or_else(|| vec![false; n]);
+        let mut job = GatesJob::probe(
+            &self.run.task.config,
+            &timeouts,
+            n,
+            &self.run.env,
+            self.run.groups(),
+        );
+        job.quiet = true;
+        let r = self
+            .run
+            .self_reported(SelfReportedRun {
+                phase,
+                job,
+                sources,
+                extra_binds: &[views],
+            })
+            .await?;
+        let passed = read_probe(&r.out, n).unwrap_or_else(|| vec![false; n]);
         let failed = passed.iter().filter(|p| !**p).count();
         self.run.ctx.events.emit(
             EventKind::EvaluatorGate,

@@ -1,9 +1,13 @@
 #!/usr/bin/env python3
 """Harness of the add_rmsnorm task: python3 scripts/task_runner.py compile|correctness|performance
 
-Run from the task directory on a machine with a GPU (NVIDIA CUDA or AMD ROCm: PyTorch exposes
-both as torch.cuda). Writes build/{compile,correctness,performance}_report.json and exits 0 on
-pass, 1 on fail (AgentKernelArena convention).
+Two ways in. arena's trusted evaluator imports this module for its interface (SOURCE, ENTRY,
+TEST_SHAPES, make_inputs, reference, check, DEVICE) and runs the kernel in a separate,
+unprivileged process that it times from outside (config.yaml: trusted_harness). Run from the
+task directory on a machine with a GPU (NVIDIA CUDA or AMD ROCm: PyTorch exposes both as
+torch.cuda), the command line does the gates in one process, as the AgentKernelArena
+convention has it: build/{compile,correctness,performance}_report.json, exit 0 on pass, 1 on
+fail — for the agent's own checks.
 
 Timing: each case is the median of per-iteration CUDA-event times with the L2 cache flushed
 before every iteration. The mean of back-to-back iterations (the older convention) times
@@ -19,6 +23,7 @@ import traceback
 
 SOURCE = "source/add_rmsnorm.py"
 ENTRY = "add_rmsnorm"
+DEVICE = "cuda"
 
 # Visible test shapes: (tokens, hidden size, dtype)
 TEST_SHAPES = [
@@ -60,21 +65,37 @@ def load_kernel():
     return fn
 
 
-def make_input(torch, shape, seed):
+def make_inputs(shape, seed):
+    """The kernel's arguments: x, residual, weight on the GPU, and eps."""
+    import torch
     rows, cols, dtype = shape
     g = torch.Generator(device="cuda").manual_seed(seed)
     dt = getattr(torch, dtype)
     x = torch.randn((rows, cols), generator=g, device="cuda", dtype=dt)
     residual = torch.randn((rows, cols), generator=g, device="cuda", dtype=dt)
     weight = 1.0 + 0.1 * torch.randn((cols,), generator=g, device="cuda", dtype=dt)
-    return x, residual, weight
+    return x, residual, weight, EPS
 
 
-def reference(torch, x, residual, weight):
+def reference(x, residual, weight, eps):
+    import torch
     h = (x.float() + residual.float()).to(x.dtype)
     hf = h.float()
-    out = hf * torch.rsqrt(hf.pow(2).mean(dim=-1, keepdim=True) + EPS) * weight.float()
+    out = hf * torch.rsqrt(hf.pow(2).mean(dim=-1, keepdim=True) + eps) * weight.float()
     return out.to(x.dtype), h
+
+
+def check(got, want):
+    import torch
+    if not isinstance(got, tuple) or len(got) != 2:
+        raise AssertionError("expected a tuple (out, h)")
+    for name, g, w in zip(("out", "h"), got, want):
+        if not isinstance(g, torch.Tensor) or g.shape != w.shape or g.dtype != w.dtype:
+            raise AssertionError(f"{name}: expected a {tuple(w.shape)} {w.dtype} tensor")
+        atol, rtol = TOLERANCES[str(w.dtype).replace("torch.", "")]
+        if not torch.allclose(g.float(), w.float(), atol=atol, rtol=rtol):
+            err = (g.float() - w.float()).abs().nan_to_num(float("inf")).max().item()
+            raise AssertionError(f"{name}: max abs error {err:.3e} exceeds atol={atol}")
 
 
 def compile_gate():
@@ -82,7 +103,7 @@ def compile_gate():
         torch = require_gpu()
         fn = load_kernel()
         # Triton compiles on first launch: launch once on a tiny input.
-        fn(*make_input(torch, (2, 64, "float16"), seed=1), EPS)
+        fn(*make_inputs((2, 64, "float16"), seed=1))
         torch.cuda.synchronize()
     except Exception as e:
         traceback.print_exc()
@@ -97,20 +118,13 @@ def correctness_gate():
         torch = require_gpu()
         fn = load_kernel()
         for i, shape in enumerate(TEST_SHAPES):
-            x, residual, weight = make_input(torch, shape, seed=1000 + i)
-            got = fn(x.clone(), residual.clone(), weight.clone(), EPS)
+            args = make_inputs(shape, seed=1000 + i)
+            got = fn(*[a.clone() if hasattr(a, "clone") else a for a in args])
             torch.cuda.synchronize()
-            want = reference(torch, x, residual, weight)
-            if not isinstance(got, tuple) or len(got) != 2:
-                raise AssertionError(f"shape {shape}: expected a tuple (out, h)")
-            atol, rtol = TOLERANCES[shape[2]]
-            for name, g, w in zip(("out", "h"), got, want):
-                if g.shape != w.shape or g.dtype != w.dtype:
-                    raise AssertionError(f"shape {shape}: {name} is {tuple(g.shape)} {g.dtype}, "
-                                         f"expected {tuple(w.shape)} {w.dtype}")
-                if not torch.allclose(g.float(), w.float(), atol=atol, rtol=rtol):
-                    err = (g.float() - w.float()).abs().max().item()
-                    raise AssertionError(f"shape {shape}: {name} max abs error {err:.3e} exceeds atol={atol}")
+            try:
+                check(got, reference(*args))
+            except AssertionError as e:
+                raise AssertionError(f"shape {shape}: {e}") from None
     except Exception as e:
         traceback.print_exc()
         write_report("correctness_report.json", {
@@ -154,8 +168,8 @@ def performance_gate():
         try:
             if fn is None:
                 raise RuntimeError(load_error)
-            x, residual, weight = make_input(torch, shape, seed=2000 + i)
-            median, times = time_ms(torch, lambda: fn(x, residual, weight, EPS))
+            args = make_inputs(shape, seed=2000 + i)
+            median, times = time_ms(torch, lambda: fn(*args))
             case["execution_time_ms"] = median
             case["stats"] = {"min_ms": min(times), "mean_ms": statistics.fmean(times),
                              "stdev_ms": statistics.pstdev(times), "iterations": len(times),

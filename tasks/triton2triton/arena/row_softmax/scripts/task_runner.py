@@ -1,9 +1,13 @@
 #!/usr/bin/env python3
 """Harness of the row_softmax task: python3 scripts/task_runner.py compile|correctness|performance
 
-Run from the task directory on a machine with a GPU (NVIDIA CUDA or AMD ROCm: PyTorch exposes
-both as torch.cuda). Writes build/{compile,correctness,performance}_report.json and exits 0 on
-pass, 1 on fail (AgentKernelArena convention).
+Two ways in. arena's trusted evaluator imports this module for its interface (SOURCE, ENTRY,
+TEST_SHAPES, make_inputs, reference, check, DEVICE) and runs the kernel in a separate,
+unprivileged process that it times from outside (config.yaml: trusted_harness). Run from the
+task directory on a machine with a GPU (NVIDIA CUDA or AMD ROCm: PyTorch exposes both as
+torch.cuda), the command line does the gates in one process, as the AgentKernelArena
+convention has it: build/{compile,correctness,performance}_report.json, exit 0 on pass, 1 on
+fail — for the agent's own checks.
 
 Timing: each case is the median of per-iteration CUDA-event times with the L2 cache flushed
 before every iteration. The mean of back-to-back iterations (the older convention) times
@@ -19,6 +23,7 @@ import traceback
 
 SOURCE = "source/softmax.py"
 ENTRY = "softmax"
+DEVICE = "cuda"
 
 # Visible test shapes: (rows, columns)
 TEST_SHAPES = [
@@ -60,14 +65,26 @@ def load_kernel():
     return fn
 
 
-def make_input(torch, shape, seed):
+def make_inputs(shape, seed):
+    """The kernel's argument: a (rows, cols) tensor on the GPU."""
+    import torch
     rows, cols = shape
     g = torch.Generator(device="cuda").manual_seed(seed)
-    return torch.randn((rows, cols), generator=g, device="cuda", dtype=getattr(torch, DTYPE)) * 4
+    return (torch.randn((rows, cols), generator=g, device="cuda", dtype=getattr(torch, DTYPE)) * 4,)
 
 
-def reference(torch, x):
+def reference(x):
+    import torch
     return torch.softmax(x.float(), dim=-1).to(x.dtype)
+
+
+def check(got, want):
+    import torch
+    if not isinstance(got, torch.Tensor) or got.shape != want.shape or got.dtype != want.dtype:
+        raise AssertionError(f"expected a {tuple(want.shape)} {want.dtype} tensor")
+    if not torch.allclose(got, want, atol=ATOL, rtol=RTOL):
+        err = (got.float() - want.float()).abs().nan_to_num(float("inf")).max().item()
+        raise AssertionError(f"max abs error {err:.3e} exceeds atol={ATOL}")
 
 
 def compile_gate():
@@ -75,7 +92,7 @@ def compile_gate():
         torch = require_gpu()
         fn = load_kernel()
         # Triton compiles on first launch: launch once on a tiny input.
-        fn(make_input(torch, (2, 64), seed=1))
+        fn(*make_inputs((2, 64), seed=1))
         torch.cuda.synchronize()
     except Exception as e:
         traceback.print_exc()
@@ -90,16 +107,13 @@ def correctness_gate():
         torch = require_gpu()
         fn = load_kernel()
         for i, shape in enumerate(TEST_SHAPES):
-            x = make_input(torch, shape, seed=1000 + i)
+            (x,) = make_inputs(shape, seed=1000 + i)
             got = fn(x.clone())
             torch.cuda.synchronize()
-            want = reference(torch, x)
-            if got.shape != want.shape or got.dtype != want.dtype:
-                raise AssertionError(f"shape {shape}: got {tuple(got.shape)} {got.dtype}, "
-                                     f"expected {tuple(want.shape)} {want.dtype}")
-            if not torch.allclose(got, want, atol=ATOL, rtol=RTOL):
-                err = (got.float() - want.float()).abs().max().item()
-                raise AssertionError(f"shape {shape}: max abs error {err:.3e} exceeds atol={ATOL}")
+            try:
+                check(got, reference(x))
+            except AssertionError as e:
+                raise AssertionError(f"shape {shape}: {e}") from None
     except Exception as e:
         traceback.print_exc()
         write_report("correctness_report.json", {
@@ -143,7 +157,7 @@ def performance_gate():
         try:
             if fn is None:
                 raise RuntimeError(load_error)
-            x = make_input(torch, shape, seed=2000 + i)
+            (x,) = make_inputs(shape, seed=2000 + i)
             median, times = time_ms(torch, lambda: fn(x))
             case["execution_time_ms"] = median
             case["stats"] = {"min_ms": min(times), "mean_ms": statistics.fmean(times),

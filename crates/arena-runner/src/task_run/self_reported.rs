@@ -1,0 +1,217 @@
+//! The evaluator container of a task whose harness is its own: arena's gate runner (root,
+//! with only the capabilities to start and stop another user's processes) runs the task's
+//! commands as the harness user, from the image's task on a read-only root, the agent's
+//! sources bound read-only over the task's files. The harness writes only its `build/` and
+//! its scratch, both sized; the runner copies its reports, and the wall time of every command
+//! by its own clock, where only the runner writes.
+
+use std::collections::BTreeSet;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+use arena_eval::layout::{self, OUT_DIR};
+use arena_eval::self_reported::{GatesJob, HARNESS_SCRATCH, HARNESS_UID, VIEWS};
+use arena_eval::sources::StagedSource;
+use arena_eval::trusted;
+use arena_eval::untrusted::read_text_beneath;
+use arena_runtime::{BindMount, ContainerConfig, Network, RunOutcome, Tmpfs};
+use arena_task::EntryKind;
+
+use super::{bind, TaskRun};
+use crate::error::{Result, RunnerError};
+
+/// Size of the harness's `build/` and of its scratch.
+const BUILD_BYTES: u64 = 256 << 20;
+const SCRATCH_BYTES: u64 = 2 << 30;
+
+/// One self-reported evaluator container.
+pub(crate) struct SelfReportedRun<'a> {
+    pub phase: &'a str,
+    pub job: GatesJob,
+    pub sources: &'a [StagedSource],
+    pub extra_binds: &'a [BindMount],
+}
+
+/// What the gate runner left: its out directory, the container, and its record.
+pub(crate) struct SelfReportedOut {
+    pub out: PathBuf,
+    pub outcome: RunOutcome,
+    pub record: serde_json::Value,
+}
+
+fn io(p: &Path) -> impl Fn(std::io::Error) -> RunnerError + '_ {
+    move |e| RunnerError::io(p, e)
+}
+
+/// A view of the task at `dir`: every entry of the task tree a link into the container's
+/// `/task` (so the agent's bound sources are what it finds), except the files of `own`, which
+/// are real files here (a configuration's harness), and their directories, made real to hold
+/// them; `build` links to the harness's `build/`.
+pub(crate) fn make_view(task_dir: &Path, own: &[(String, String)], dir: &Path) -> Result<()> {
+    let own_dirs: BTreeSet<String> = own
+        .iter()
+        .flat_map(|(rel, _)| {
+            let parts: Vec<&str> = rel.split('/').collect();
+            (1..parts.len()).map(move |n| parts[..n].join("/"))
+        })
+        .collect();
+    std::fs::create_dir_all(dir).map_err(io(dir))?;
+    let link = |rel: &str| -> Result<()> {
+        let at = dir.join(rel);
+        std::os::unix::fs::symlink(format!("{}/{rel}", layout::TASK_ROOT), &at).map_err(io(&at))
+    };
+    for e in arena_task::task_tree(task_dir)? {
+        let parent = e.rel.rsplit_once('/').map(|(p, _)| p).unwrap_or("");
+        // Only entries directly inside the view's real directories are placed.
+        if !(parent.is_empty() || own_dirs.contains(parent)) {
+            continue;
+        }
+        if let Some((_, text)) = own.iter().find(|(r, _)| *r == e.rel) {
+            let at = dir.join(&e.rel);
+            std::fs::write(&at, text).map_err(io(&at))?;
+        } else if own_dirs.contains(&e.rel) && matches!(e.kind, EntryKind::Dir) {
+            let at = dir.join(&e.rel);
+            std::fs::create_dir_all(&at).map_err(io(&at))?;
+        } else {
+            link(&e.rel)?;
+        }
+    }
+    link("build")
+}
+
+impl TaskRun<'_> {
+    pub(crate) async fn self_reported(&self, r: SelfReportedRun<'_>) -> Result<SelfReportedOut> {
+        let ctx = self.ctx;
+        let dir = ctx.rundir.item_dir(self.item).join(r.phase);
+        let out = dir.join("out");
+        let _ = std::fs::remove_dir_all(&out);
+        std::fs::create_dir_all(&out).map_err(io(&out))?;
+        std::fs::set_permissions(&out, std::fs::Permissions::from_mode(0o700)).map_err(io(&out))?;
+        let code = dir.join("trusted");
+        let _ = std::fs::remove_dir_all(&code);
+        trusted::install(&code).map_err(io(&code))?;
+        let job_file = dir.join("job.json");
+        let text =
+            serde_json::to_vec_pretty(&r.job).map_err(|e| RunnerError::Other(e.to_string()))?;
+        let _ = std::fs::remove_file(&job_file);
+        std::fs::write(&job_file, text).map_err(io(&job_file))?;
+
+        let gates = format!("{}/gates.py", trusted::DIR);
+        let mut cfg = ContainerConfig::command(&["python3", "-I", "-B", &gates, trusted::JOB]);
+        cfg.env = arena_runtime::spec::merge_env(&self.env);
+        cfg.cwd = "/".into();
+        cfg.network = Network::None;
+        cfg.devices = self
+            .gpu
+            .profile
+            .resolve()
+            .map_err(|e| ctx.runtime_err(self.item, e))?;
+        cfg.readonly_rootfs = true;
+        cfg.seccomp = arena_runtime::seccomp::Profile::Evaluator;
+        cfg.capabilities = vec!["CAP_SETUID".into(), "CAP_SETGID".into(), "CAP_KILL".into()];
+        cfg.tmpfs = vec![
+            // Readable by the runner (it copies the reports); written by the harness alone.
+            Tmpfs {
+                destination: arena_eval::self_reported::build_dir(),
+                bytes: BUILD_BYTES,
+                mode: 0o755,
+                uid: HARNESS_UID,
+                gid: HARNESS_UID,
+            },
+            Tmpfs {
+                destination: HARNESS_SCRATCH.into(),
+                bytes: SCRATCH_BYTES,
+                mode: 0o700,
+                uid: HARNESS_UID,
+                gid: HARNESS_UID,
+            },
+        ];
+        cfg.binds = vec![
+            bind(&code, trusted::DIR, true),
+            bind(&out, OUT_DIR, false),
+            bind(&job_file, trusted::JOB, true),
+        ];
+        for s in r.sources {
+            cfg.binds
+                .push(bind(&s.host, &layout::source_path(&s.rel), true));
+        }
+        cfg.binds.extend(r.extra_binds.iter().cloned());
+        let outcome = ctx
+            .container(self.item, r.phase, &self.image, cfg, r.job.limit_s())
+            .await?;
+        let record: serde_json::Value =
+            read_text_beneath(&out, Path::new("evaluator.json"), 1 << 20)
+                .ok()
+                .and_then(|t| serde_json::from_str(&t).ok())
+                .unwrap_or_default();
+        if let Some(e) = record.get("error").and_then(|e| e.as_str()) {
+            return Err(RunnerError::Other(format!(
+                "{}: arena's gate runner failed ({}): {e}",
+                self.item.label(),
+                r.phase
+            )));
+        }
+        Ok(SelfReportedOut {
+            out,
+            outcome,
+            record,
+        })
+    }
+
+    /// The views of `configs` configurations for a probe, each holding its own rewritten
+    /// files, bound read-only at /arena/views.
+    pub(crate) fn views(
+        &self,
+        dir: &Path,
+        variants: &[Vec<(String, String)>],
+    ) -> Result<BindMount> {
+        let _ = std::fs::remove_dir_all(dir);
+        for (k, own) in variants.iter().enumerate() {
+            make_view(&self.task.dir, own, &dir.join(k.to_string()))?;
+        }
+        Ok(bind(dir, VIEWS, true))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_view_links_everything_but_its_own_harness() {
+        let d = tempfile::tempdir().unwrap();
+        let task = d.path().join("task");
+        for f in [
+            "config.yaml",
+            "source/k.py",
+            "scripts/run.py",
+            "scripts/util.py",
+            "data/x.bin",
+        ] {
+            let p = task.join(f);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, f).unwrap();
+        }
+        let view = d.path().join("v");
+        make_view(
+            &task,
+            &[("scripts/run.py".into(), "TEST_SHAPES = [(7,)]".into())],
+            &view,
+        )
+        .unwrap();
+        let target = |rel: &str| std::fs::read_link(view.join(rel)).unwrap();
+        assert_eq!(target("config.yaml"), Path::new("/task/config.yaml"));
+        assert_eq!(target("source"), Path::new("/task/source"));
+        assert_eq!(target("data"), Path::new("/task/data"));
+        assert_eq!(
+            target("scripts/util.py"),
+            Path::new("/task/scripts/util.py")
+        );
+        assert_eq!(target("build"), Path::new("/task/build"));
+        assert!(view.join("scripts").symlink_metadata().unwrap().is_dir());
+        assert_eq!(
+            std::fs::read_to_string(view.join("scripts/run.py")).unwrap(),
+            "TEST_SHAPES = [(7,)]"
+        );
+    }
+}
