@@ -51,6 +51,8 @@ pub struct GatesJob {
     /// The harness's output goes nowhere (it may hold hidden configurations).
     pub quiet: bool,
     pub steps: Vec<Step>,
+    /// Seconds after which the gate runner stops everything and ends, whoever is watching.
+    pub deadline_s: u64,
 }
 
 impl GatesJob {
@@ -74,6 +76,7 @@ impl GatesJob {
             out: OUT_DIR.into(),
             build: build_dir(),
             quiet: false,
+            deadline_s: steps.iter().map(|s: &Step| s.timeout).sum::<u64>() + 30,
             steps,
         }
     }

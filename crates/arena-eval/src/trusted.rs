@@ -146,6 +146,8 @@ pub struct Job {
     pub quiet_kernels: bool,
     /// Environment variables the kernel processes get from the container's (GPU selection).
     pub pass_env: Vec<String>,
+    /// Seconds after which the evaluator stops everything and ends, whoever is watching.
+    pub deadline_s: u64,
 }
 
 impl Job {
@@ -200,6 +202,7 @@ impl Job {
                 "LD_LIBRARY_PATH".into(),
                 "NVIDIA_VISIBLE_DEVICES".into(),
             ],
+            deadline_s: timeouts.total(),
         }
     }
 }

@@ -24,6 +24,8 @@ pub struct RunRequest {
     pub runs: u32,
     pub run_dir: PathBuf,
     pub hidden_set: Option<PathBuf>,
+    /// Memory of each container of a task that sets no `memory_limit` (default 16 GiB).
+    pub memory: Option<u64>,
 }
 
 /// `*`, an exact id, or a prefix ending in `/`.
@@ -179,6 +181,7 @@ pub fn plan(req: &RunRequest, agent_dirs: &[PathBuf]) -> Result<Plan> {
         req.runs,
         hidden.as_ref().map(|h| h.digest.clone()),
     );
+    record.memory_bytes = req.memory;
     if let Some(old) = rundir.load_record()? {
         if let Some(field) = old.first_difference(&record) {
             return Err(RunError::invalid(

@@ -28,6 +28,9 @@ pub struct RunRecord {
     pub runs: u32,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hidden_set_digest: Option<String>,
+    /// Memory of each container of a task that sets no `memory_limit` (`--memory`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_bytes: Option<u64>,
     /// The identity that submitted the run (runner API): only it, or an admin, may watch or
     /// cancel it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -61,6 +64,7 @@ impl RunRecord {
             tasks,
             runs,
             hidden_set_digest,
+            memory_bytes: None,
             owner: None,
         }
     }
@@ -76,6 +80,7 @@ impl RunRecord {
                 "hidden_set_digest",
                 self.hidden_set_digest != other.hidden_set_digest,
             ),
+            ("memory_bytes", self.memory_bytes != other.memory_bytes),
         ]
         .into_iter()
         .find_map(|(field, differs)| differs.then_some(field))
@@ -293,6 +298,7 @@ mod tests {
             tasks: vec!["t/a".into()],
             runs: 1,
             hidden_set_digest: None,
+            memory_bytes: None,
             owner: None,
         };
         assert_eq!(a.first_difference(&a.clone()), None);

@@ -99,6 +99,7 @@ impl Runner for RunnerService {
                     runs: r.runs.max(1),
                     run_dir: PathBuf::from(r.run_dir),
                     hidden_set: opt(r.hidden_set),
+                    memory: (r.memory_bytes > 0).then_some(r.memory_bytes),
                 },
                 None,
             )

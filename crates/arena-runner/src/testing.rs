@@ -186,10 +186,7 @@ impl Fixture {
             |s| s.config.args.iter().any(|a| a.ends_with("/gates.py")),
             evaluator,
         );
-        fake.program(
-            |s| s.config.args.first().map(String::as_str) == Some("fake-agent"),
-            agent,
-        );
+        fake.program(|s| s.config.args.iter().any(|a| a == "fake-agent"), agent);
         let engine = Arc::new(Engine::new(
             Arc::new(fake.clone()),
             store.clone(),
@@ -232,6 +229,7 @@ impl Fixture {
             runs: 1,
             run_dir: self.root().join(out),
             hidden_set: None,
+            memory: None,
         }
     }
 }

@@ -132,4 +132,12 @@ pub trait ContainerRuntime: Send + Sync + 'static {
 
     /// Removes what `found` lists (tasks are killed first); absent entries are skipped.
     async fn remove(&self, found: &Leftovers) -> Result<()>;
+
+    /// Makes `dir` (created if missing, empty) a file system of at most `bytes` bytes, so that
+    /// what a container writes there cannot fill the host's disk.
+    async fn mount_scratch(&self, dir: &std::path::Path, bytes: u64) -> Result<()>;
+
+    /// Releases what [`ContainerRuntime::mount_scratch`] made at `dir` (its content goes);
+    /// nothing to release is not an error.
+    async fn unmount_scratch(&self, dir: &std::path::Path) -> Result<()>;
 }

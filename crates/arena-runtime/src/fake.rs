@@ -134,6 +134,8 @@ struct State {
     failures: Vec<(String, String, String)>,
     /// (verb, id part, matching calls still to let through).
     panics: Vec<(String, String, u32)>,
+    /// Scratch directories mounted now, and their sizes.
+    scratch: BTreeMap<PathBuf, u64>,
 }
 
 #[derive(Clone, Default)]
@@ -222,6 +224,11 @@ impl FakeRuntime {
         if let Some(c) = self.state.lock().unwrap().containers.get_mut(id) {
             c.spec.labels.insert(key.to_string(), value.to_string());
         }
+    }
+
+    /// The scratch directories mounted now, with their sizes.
+    pub fn scratch(&self) -> BTreeMap<PathBuf, u64> {
+        self.state.lock().unwrap().scratch.clone()
     }
 
     /// Whether the image `name` is held, with its manifest.
@@ -445,6 +452,27 @@ impl ContainerRuntime for FakeRuntime {
                 .insert(format!("{RUN_LEASE_PREFIX}{id}"), c.spec.labels.clone());
         }
         Ok(out)
+    }
+
+    async fn mount_scratch(&self, dir: &Path, bytes: u64) -> Result<()> {
+        self.enter("mount_scratch", &dir.display().to_string())?;
+        std::fs::create_dir_all(dir).map_err(|e| RuntimeError::io(dir, e))?;
+        self.state
+            .lock()
+            .unwrap()
+            .scratch
+            .insert(dir.to_path_buf(), bytes);
+        Ok(())
+    }
+
+    async fn unmount_scratch(&self, dir: &Path) -> Result<()> {
+        self.enter("unmount_scratch", &dir.display().to_string())?;
+        // What a real unmount does to the content: it is gone.
+        if self.state.lock().unwrap().scratch.remove(dir).is_some() {
+            let _ = std::fs::remove_dir_all(dir);
+            let _ = std::fs::create_dir_all(dir);
+        }
+        Ok(())
     }
 
     async fn remove(&self, found: &Leftovers) -> Result<()> {

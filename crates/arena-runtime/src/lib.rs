@@ -16,6 +16,7 @@ pub mod fake;
 pub mod gpu;
 mod image_ref;
 pub mod lifecycle;
+pub mod scratch;
 pub mod seccomp;
 pub mod spec;
 

@@ -41,6 +41,9 @@ pub struct TaskConfig {
     /// arena's trusted evaluator, the kernel in a separate unprivileged process; without it,
     /// by the task's own commands (self-reported times, cross-checked).
     pub trusted_harness: Option<String>,
+    /// arena's own field: the memory the task's containers may use (`32GiB`); without it,
+    /// the run's `--memory`, else 16 GiB.
+    pub memory_limit: Option<u64>,
     pub repository_language: Option<String>,
     pub repo_url: Option<String>,
     pub repo_subdir: Option<String>,
@@ -102,6 +105,7 @@ impl TaskConfig {
         let target_file_path = r.string_or_list("target_file_path");
         let harness_path = r.string("harness_path");
         let trusted_harness = r.string("trusted_harness");
+        let memory_limit = r.bytes("memory_limit");
         let repository_language = r.string("repository_language");
         let repo_url = r.string("repo_url");
         let repo_subdir = r.string("repo_subdir");
@@ -144,6 +148,7 @@ impl TaskConfig {
             target_file_path,
             harness_path,
             trusted_harness,
+            memory_limit,
             repository_language,
             repo_url,
             repo_subdir,
@@ -220,6 +225,18 @@ source_file_path:
     }
 
     #[test]
+    fn memory_limits_are_sizes() {
+        assert_eq!(
+            parse(&format!("{MINIMAL}memory_limit: 536870912\n")).unwrap().memory_limit,
+            Some(512 << 20)
+        );
+        for bad in ["memory_limit: lots", "memory_limit: 0", "memory_limit: [1]"] {
+            let e = parse(&format!("{MINIMAL}{bad}\n")).unwrap_err().to_string();
+            assert!(e.contains("memory_limit"), "{bad}: {e}");
+        }
+    }
+
+    #[test]
     fn reads_every_documented_field() {
         let text = format!(
             "{MINIMAL}target_kernel_functions: [softmax_kernel]
@@ -231,6 +248,7 @@ prompt:
   task_type: triton2triton
 target_file_path: source/kernel.py
 harness_path: scripts/task_runner.py
+memory_limit: 32GiB
 repository_language: python
 repo_url: https://example.invalid/repo.git
 repo_subdir: kernels
@@ -253,6 +271,7 @@ performance_timeout: 600
         assert_eq!(c.prompt.instructions.as_deref(), Some("make it fast"));
         assert_eq!(c.prompt.cheatsheet.as_deref(), Some("use tl.max"));
         assert_eq!(c.target_file_path, ["source/kernel.py"]);
+        assert_eq!(c.memory_limit, Some(32 << 30));
         assert_eq!(
             c.repo_url.as_deref(),
             Some("https://example.invalid/repo.git")

@@ -168,6 +168,30 @@ impl FieldReader {
         }
     }
 
+    /// A size: a number of bytes, or a string such as `16GiB` or `512 MiB`.
+    pub(crate) fn bytes(&mut self, field: &str) -> Option<u64> {
+        let v = self.take(field)?;
+        let parsed = match &v {
+            Value::Number(n) => n.as_u64().ok_or_else(|| format!("{n} is not a whole number of bytes")),
+            Value::String(s) => s
+                .parse::<bytesize::ByteSize>()
+                .map(|b| b.as_u64())
+                .map_err(|e| format!("`{s}`: {e} (write e.g. 16GiB)")),
+            other => Err(format!("expected a size such as 16GiB, found {}", kind_of(other))),
+        };
+        match parsed {
+            Ok(0) => {
+                self.fail(field, "must be more than 0 bytes");
+                None
+            }
+            Ok(b) => Some(b),
+            Err(why) => {
+                self.fail(field, why);
+                None
+            }
+        }
+    }
+
     pub(crate) fn mapping(&mut self, field: &str) -> Option<Mapping> {
         match self.take(field)? {
             Value::Mapping(m) => Some(m),

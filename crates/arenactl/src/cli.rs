@@ -286,6 +286,24 @@ pub struct RunnerArgs {
     /// Let agents with `network = "host"` run (they reach everything the host does).
     #[arg(long)]
     pub allow_host_network: bool,
+    /// CPUs each GPU slot's containers may use (default: the host's CPUs over its slots).
+    #[arg(long, value_name = "N")]
+    pub cpus_per_gpu: Option<f64>,
+    /// Size of each agent's workspace file system (e.g. 8GiB; default 4GiB).
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    pub workspace_size: Option<u64>,
+}
+
+/// A size such as `16GiB`, `512MiB` or a number of bytes.
+pub fn parse_size(s: &str) -> Result<u64, String> {
+    let b = s
+        .parse::<bytesize::ByteSize>()
+        .map_err(|e| format!("`{s}`: {e} (write e.g. 16GiB)"))?
+        .as_u64();
+    if b == 0 {
+        return Err("must be more than 0 bytes".into());
+    }
+    Ok(b)
 }
 
 #[derive(Debug, Args)]
@@ -313,6 +331,10 @@ pub struct RunArgs {
     /// A sealed hidden set of unseen configurations (its digest is recorded with the run).
     #[arg(long, value_name = "HIDDEN_DIR")]
     pub unseen: Option<PathBuf>,
+    /// Memory of each container of a task that sets no memory_limit (e.g. 32GiB; default
+    /// 16GiB). Recorded with the run.
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    pub memory: Option<u64>,
     /// Where task runs run: `local` (a runner on this machine, or --runner) or `slurm` (one
     /// sbatch job per task run; the run directory, store and agent file must be on a
     /// filesystem every node sees).

@@ -10,6 +10,7 @@ import ast
 import json
 import os
 import platform
+import signal
 import sys
 import time
 import traceback
@@ -76,9 +77,20 @@ def unseen(s, kernels, out, gates, record):
     gates.write("unseen 0\n")
 
 
+class Deadline(Exception):
+    """The job's deadline passed: whatever runs is stopped, and the evaluator ends."""
+
+
+def _deadline(signum, frame):
+    raise Deadline("the evaluator's deadline passed")
+
+
 def main(job_path):
     with open(job_path) as f:
         job = json.load(f)
+    # The container's own limit holds even if nobody outside is left to enforce it.
+    signal.signal(signal.SIGALRM, _deadline)
+    signal.alarm(int(job.get("deadline_s", 3600)))
     out = job["out"]
     gates = open(os.path.join(out, "gates"), "w", buffering=1)
     record = {"mode": "trusted", "python": platform.python_version(), "warnings": [], "gate_s": {}}
@@ -125,7 +137,7 @@ def main(job_path):
             write_json(out, "performance_report.json", cases)
             gates.write(f"performance {0 if ok else 1}\n")
         record["warnings"] = s.warnings
-    except KernelFailed as e:
+    except (KernelFailed, Deadline) as e:
         record["error"] = str(e)
         gates.write("setup 96\n")
     except Exception:

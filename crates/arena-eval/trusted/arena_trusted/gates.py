@@ -10,6 +10,7 @@ process's clock: the times the harness reports are the harness's word, checked a
 """
 import json
 import os
+import signal
 import stat
 import subprocess
 import sys
@@ -73,9 +74,20 @@ def run_command(cmd, job, cwd, timeout):
     return code, time.monotonic() - t0
 
 
+class Deadline(Exception):
+    """The job's deadline passed: the harness is stopped, and the gate runner ends."""
+
+
+def _deadline(signum, frame):
+    raise Deadline("the gate runner's deadline passed")
+
+
 def main(job_path):
     with open(job_path) as f:
         job = json.load(f)
+    # The container's own limit holds even if nobody outside is left to enforce it.
+    signal.signal(signal.SIGALRM, _deadline)
+    signal.alarm(int(job.get("deadline_s", 3600)))
     out = job["out"]
     record = {"mode": "self_reported", "commands": [], "reports": {}}
     gates = open(os.path.join(out, "gates"), "w", buffering=1)
@@ -99,6 +111,9 @@ def main(job_path):
                     record["reports"][f"{step['reports']}/{name}"] = copy_report(src, name, dst)
             if failed and not step.get("go_on"):
                 break
+    except Deadline as e:
+        jail.kill_all(job["user"]["uid"])
+        record["deadline"] = str(e)
     except Exception as e:
         record["error"] = f"{type(e).__name__}: {e}"
         gates.write("setup 96\n")

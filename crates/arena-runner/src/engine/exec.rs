@@ -133,6 +133,7 @@ impl Engine {
             tracing::info!(task = %item.label(), ?removed, "removed what an earlier attempt left");
         }
         let _ = arena_runtime::cleanup::gc_orphaned_imports(self.rt.as_ref()).await;
+        crate::task_run::release_item(self.rt.as_ref(), &rundir, item).await?;
         if rundir.clean_item(item)? {
             events.message(
                 EventKind::TaskResumed,

@@ -28,6 +28,7 @@ pub use exec::ExecRequest;
 use crate::error::{Result, RunnerError};
 use crate::gpus::Gpu;
 use crate::policy::Policy;
+use crate::resources::Resources;
 use crate::scheduler::{schedule, GpuPool};
 use crate::task_run::RunContext;
 
@@ -38,6 +39,7 @@ pub struct Engine {
     /// Where agent names are looked up (`NAME.toml`).
     pub agent_dirs: Vec<PathBuf>,
     pub policy: Policy,
+    pub resources: Resources,
     runs: Mutex<HashMap<String, Arc<RunHandle>>>,
 }
 
@@ -116,8 +118,15 @@ impl Engine {
             pool: GpuPool::new(gpus),
             agent_dirs,
             policy,
+            resources: Resources::default(),
             runs: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// The same engine, giving its containers `r`.
+    pub fn with_resources(mut self, r: Resources) -> Engine {
+        self.resources = r;
+        self
     }
 
     pub fn run(&self, id: &str) -> Option<Arc<RunHandle>> {
@@ -191,6 +200,7 @@ impl Engine {
             env: parts.env,
             hidden: parts.hidden,
             attempt: crate::task_run::new_attempt(),
+            resources: self.resources.clone(),
         }
     }
 
@@ -258,10 +268,17 @@ async fn run_one(ctx: Arc<RunContext>, h: Arc<RunHandle>, item: Item, gpu: Gpu, 
                 },
             );
         }
-        Err(RunnerError::Cancelled) => {}
+        Err(RunnerError::Cancelled) => {
+            let _ = crate::task_run::release_item(ctx.rt.as_ref(), &h.rundir, &item).await;
+        }
         Err(e) => {
             *h.errors.lock().unwrap() += 1;
             let reason = e.to_string();
+            if let Err(r) =
+                crate::task_run::release_item(ctx.rt.as_ref(), &h.rundir, &item).await
+            {
+                tracing::warn!(task = %item.label(), "releasing its workspace: {r}");
+            }
             tracing::error!(task = %item.label(), "infrastructure error: {reason}");
             if let Err(w) = h.rundir.write_infra_error(&item, &reason) {
                 tracing::error!(task = %item.label(), "recording it: {w}");

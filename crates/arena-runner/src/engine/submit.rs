@@ -94,6 +94,7 @@ impl Engine {
                         );
                     }
                     ResultState::Missing => {
+                        crate::task_run::release_item(self.rt.as_ref(), &rundir, item).await?;
                         if rundir.clean_item(item)? {
                             events.message(
                                 EventKind::TaskResumed,

@@ -1,7 +1,9 @@
-//! The agent phase: a fresh workspace (a copy of the task tree, without build outputs), then
-//! the agent in its own container — the workspace read-write, the task read-only at
-//! `/reference`, the prompt at `/arena/prompt.md`, the agent's own read-only mounts, its
-//! network, the task run's GPU — under the agent's timeout.
+//! The agent phase: a fresh workspace (a copy of the task tree, without build outputs) on a
+//! file system of its own size, then the agent in its own container — the workspace
+//! read-write, the task read-only at `/reference`, the prompt at `/arena/prompt.md`, the
+//! agent's own read-only mounts, its network, the task run's GPU — on a read-only root with
+//! sized tmpfs at /tmp and /var/tmp, under the agent's timeout, which a watchdog inside the
+//! container enforces too (a runner killed meanwhile does not leave it running).
 
 use std::path::Path;
 use std::time::Instant;
@@ -36,6 +38,29 @@ pub(crate) fn copy_task_tree(task_dir: &Path, dest: &Path) -> Result<()> {
     Ok(())
 }
 
+/// Seconds past the agent's timeout after which the watchdog in its container kills it
+/// (the runner kills it at the timeout; this holds if the runner is gone).
+pub(crate) const DEADLINE_GRACE_S: u64 = 30;
+
+/// `args` run under a watchdog: `sh` (the container's first process) starts them, and a
+/// second process kills every process but the first after `seconds`; the first then ends,
+/// and the container with it.
+pub(crate) fn with_deadline(seconds: u64, args: Vec<String>) -> Vec<String> {
+    let mut out: Vec<String> = [
+        "/bin/sh",
+        "-c",
+        "n=$1; shift; \"$@\" & p=$!; (sleep \"$n\"; kill -KILL -1) 2>/dev/null & w=$!; \
+         wait $p; s=$?; kill -KILL $w 2>/dev/null; exit $s",
+        "arena-deadline",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    out.push(seconds.to_string());
+    out.extend(args);
+    out
+}
+
 /// The agent's container and the image it ran in.
 pub(crate) struct AgentRun {
     pub outcome: RunOutcome,
@@ -52,6 +77,10 @@ impl TaskRun<'_> {
         let t = Instant::now();
         let dir = ctx.rundir.item_dir(item);
         let workspace = dir.join("workspace");
+        ctx.rt
+            .mount_scratch(&workspace, ctx.resources.workspace_bytes)
+            .await
+            .map_err(|e| ctx.runtime_err(item, e))?;
         copy_task_tree(&task.dir, &workspace)?;
         timings.workspace_s = Some(t.elapsed().as_secs_f64());
 
@@ -65,7 +94,10 @@ impl TaskRun<'_> {
         let pf = agent_dir.join("prompt.md");
         std::fs::write(&pf, &prompt).map_err(|e| RunnerError::io(&pf, e))?;
         let mut cfg = ContainerConfig::command(&[]);
-        cfg.args = ctx.agent.render_command(&task.id, &prompt);
+        cfg.args = with_deadline(
+            ctx.agent.timeout_s + DEADLINE_GRACE_S,
+            ctx.agent.render_command(&task.id, &prompt),
+        );
         let mut envs = env;
         envs.extend(ctx.agent.environment(|k| ctx.env.get(k).cloned()));
         envs.push(format!("ARENA_TASK_ID={}", task.id));
@@ -80,6 +112,15 @@ impl TaskRun<'_> {
             .resolve()
             .map_err(|e| ctx.runtime_err(item, e))?;
         cfg.tmp_bytes = 1 << 30;
+        cfg.readonly_rootfs = true;
+        cfg.tmpfs.push(arena_runtime::Tmpfs {
+            destination: "/var/tmp".into(),
+            bytes: 1 << 30,
+            mode: 0o1777,
+            uid: 0,
+            gid: 0,
+        });
+        cfg.limits = self.limits();
         cfg.binds = vec![
             bind(&workspace, WORKSPACE, false),
             bind(&task.dir, REFERENCE, true),

@@ -42,6 +42,44 @@ impl Candidate {
     }
 }
 
+/// What is kept of a workspace after the agent, at most.
+pub(crate) const KEPT_CAP: u64 = 64 << 20;
+
+/// Copies the regular files below `from` into `to` (links and special files are skipped, and
+/// nothing is read past `cap` bytes in all). Returns the bytes kept.
+pub(crate) fn keep_files(from: &std::path::Path, to: &std::path::Path, cap: u64) -> u64 {
+    let mut kept = 0u64;
+    let mut stack = vec![std::path::PathBuf::new()];
+    while let Some(rel) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(from.join(&rel)) else {
+            continue;
+        };
+        let mut entries: Vec<_> = entries.flatten().collect();
+        entries.sort_by_key(|e| e.file_name());
+        for e in entries {
+            let r = rel.join(e.file_name());
+            let Ok(ft) = e.file_type() else { continue };
+            if ft.is_dir() {
+                stack.push(r);
+            } else if ft.is_file() {
+                let Ok(bytes) =
+                    arena_eval::untrusted::read_beneath(from, &r, cap.saturating_sub(kept))
+                else {
+                    continue;
+                };
+                let dest = to.join(&r);
+                if let Some(p) = dest.parent() {
+                    let _ = std::fs::create_dir_all(p);
+                }
+                if std::fs::write(&dest, &bytes).is_ok() {
+                    kept += bytes.len() as u64;
+                }
+            }
+        }
+    }
+    kept
+}
+
 /// Gate names in events: the unseen evaluations say which they are.
 pub(crate) fn gate_label(phase: &str, gate: &str) -> String {
     if phase.starts_with("unseen") {
@@ -188,21 +226,40 @@ impl TaskRun<'_> {
     }
 
     /// The agent's sources staged again for a later unseen evaluation; None if refused.
+    /// The agent's sources as the candidate phase took them, staged again for a later
+    /// unseen evaluation; None if they were refused.
     pub(crate) fn restage(&self) -> Result<Option<Vec<StagedSource>>> {
         let dir = self.ctx.rundir.item_dir(self.item);
         let stage = dir.join("staged/unseen");
         let _ = std::fs::remove_dir_all(&stage);
         Ok(stage_sources(
-            &dir.join("workspace"),
+            &dir.join("staged/candidate"),
             &self.task.config.source_file_path,
             &stage,
         )
         .ok())
     }
 
-    /// The candidate phase: the agent's sources staged and evaluated, or refused.
+    /// Keeps what the agent left (regular files, up to [`KEPT_CAP`] bytes in all, no link
+    /// followed) in `workspace.kept`, then releases the workspace's file system.
+    pub(crate) async fn release_workspace(&self) -> Result<()> {
+        let dir = self.ctx.rundir.item_dir(self.item);
+        let (ws, kept) = (dir.join("workspace"), dir.join("workspace.kept"));
+        let (w2, k2) = (ws.clone(), kept.clone());
+        let _ = tokio::task::spawn_blocking(move || keep_files(&w2, &k2, KEPT_CAP)).await;
+        self.ctx
+            .rt
+            .unmount_scratch(&ws)
+            .await
+            .map_err(|e| self.ctx.runtime_err(self.item, e))
+    }
+
+    /// The candidate phase: the agent's sources staged and evaluated, or refused. The
+    /// workspace is released once they are taken.
     pub(crate) async fn candidate(&self) -> Result<Candidate> {
-        match self.stage() {
+        let staged = self.stage();
+        self.release_workspace().await?;
+        match staged {
             Ok(staged) => {
                 let p = self
                     .evaluate_kernels("candidate", Some(&staged), EventKind::EvaluatorGate)

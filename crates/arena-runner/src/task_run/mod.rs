@@ -38,6 +38,17 @@ use crate::gpus::Gpu;
 
 pub use image::image_env;
 
+/// Releases what a task run may still hold on the host (its workspace's file system), as
+/// an interrupted attempt or a failed one leaves it; then its directory can go.
+pub async fn release_item(rt: &dyn ContainerRuntime, rundir: &RunDir, item: &Item) -> Result<()> {
+    rt.unmount_scratch(&rundir.item_dir(item).join("workspace"))
+        .await
+        .map_err(|e| RunnerError::Runtime {
+            task: item.label(),
+            source: e,
+        })
+}
+
 /// Bytes of each container stream kept in the logs.
 const LOG_CAP: u64 = 8 << 20;
 
@@ -58,6 +69,7 @@ pub struct RunContext {
     pub hidden: Option<HiddenSet>,
     /// This runner start's part of container names ([`new_attempt`]).
     pub attempt: String,
+    pub resources: crate::resources::Resources,
 }
 
 fn short_hash(s: &str) -> String {
@@ -111,6 +123,15 @@ pub(crate) struct TaskRun<'a> {
     pub image: ImageRef,
     pub env: Vec<String>,
     pub gpu: &'a Gpu,
+}
+
+impl TaskRun<'_> {
+    /// The limits of this task run's containers.
+    pub(crate) fn limits(&self) -> arena_runtime::Limits {
+        self.ctx
+            .resources
+            .limits(self.task.config.memory_limit, self.ctx.record.memory_bytes)
+    }
 }
 
 impl RunContext {

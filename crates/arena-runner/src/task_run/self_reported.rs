@@ -107,6 +107,7 @@ impl TaskRun<'_> {
             .resolve()
             .map_err(|e| ctx.runtime_err(self.item, e))?;
         cfg.readonly_rootfs = true;
+        cfg.limits = self.limits();
         cfg.seccomp = arena_runtime::seccomp::Profile::Evaluator;
         cfg.capabilities = vec!["CAP_SETUID".into(), "CAP_SETGID".into(), "CAP_KILL".into()];
         cfg.tmpfs = vec![

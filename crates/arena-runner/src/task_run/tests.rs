@@ -87,6 +87,40 @@ async fn the_agent_gets_the_workspace_read_write_and_the_task_read_only() {
 }
 
 #[tokio::test]
+async fn the_agent_runs_on_a_read_only_root_in_a_sized_workspace_under_a_watchdog() {
+    let f = Fixture::new();
+    let a = f.agent("fast", "write:speed=2", "timeout_s = 7\n");
+    f.run(&a, "out").await;
+    let spec = f.specs("agent").remove(0);
+    assert!(spec.config.readonly_rootfs);
+    assert!(spec.config.tmpfs.iter().any(|t| t.destination == "/var/tmp"));
+    assert_eq!(spec.config.limits.memory_bytes, 16 << 30);
+    // The watchdog: sh runs the agent and kills everything 30 s past its timeout.
+    assert_eq!(spec.config.args[0], "/bin/sh");
+    assert_eq!(spec.config.args[3..5], ["arena-deadline", "37"]);
+    assert_eq!(spec.config.args.last().unwrap(), "fake-agent");
+    // The workspace was a file system of its own, released once its sources were taken,
+    // and what the agent left is kept.
+    // (Each task run's directory is released once before it starts, in case an earlier
+    // attempt left it mounted.)
+    let mounts: Vec<String> = f
+        .fake
+        .calls()
+        .into_iter()
+        .filter(|c| c.contains("_scratch") && c.contains("alpha"))
+        .map(|c| c.split(' ').next().unwrap().to_string())
+        .collect();
+    assert_eq!(mounts, ["unmount_scratch", "mount_scratch", "unmount_scratch"]);
+    assert!(f.fake.scratch().is_empty());
+    let kept = f
+        .root()
+        .join("out/tasks")
+        .join(TASKS[0].replace('/', "__"))
+        .join("r0/workspace.kept/source/k.py");
+    assert_eq!(std::fs::read_to_string(kept).unwrap(), "speed=2");
+}
+
+#[tokio::test]
 async fn evaluators_never_see_the_workspace_only_the_staged_sources_read_only() {
     let f = Fixture::new();
     let a = f.agent("fast", "write:speed=2", "");

@@ -151,6 +151,7 @@ impl TaskRun<'_> {
         cfg.devices = devices;
         cfg.binds = binds;
         cfg.readonly_rootfs = true;
+        cfg.limits = self.limits();
         cfg.seccomp = arena_runtime::seccomp::Profile::Evaluator;
         cfg.capabilities = vec!["CAP_SETUID".into(), "CAP_SETGID".into(), "CAP_KILL".into()];
         // The image's task (harness and reference included) is hidden from the kernels.

@@ -142,6 +142,20 @@ impl ContainerRuntime for Containerd {
     async fn remove(&self, found: &Leftovers) -> Result<()> {
         gc::remove(self, found).await
     }
+
+    async fn mount_scratch(&self, dir: &Path, bytes: u64) -> Result<()> {
+        let dir = dir.to_path_buf();
+        tokio::task::spawn_blocking(move || crate::scratch::mount_tmpfs(&dir, bytes))
+            .await
+            .map_err(|e| RuntimeError::invalid("mount", e.to_string()))?
+    }
+
+    async fn unmount_scratch(&self, dir: &Path) -> Result<()> {
+        let dir = dir.to_path_buf();
+        tokio::task::spawn_blocking(move || crate::scratch::unmount(&dir))
+            .await
+            .map_err(|e| RuntimeError::invalid("umount", e.to_string()))?
+    }
 }
 
 #[cfg(test)]

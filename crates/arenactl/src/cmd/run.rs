@@ -110,6 +110,7 @@ async fn run_async(args: RunArgs) -> anyhow::Result<Outcome> {
             runs: args.runs,
             run_dir: path(&out),
             hidden_set: args.unseen.as_deref().map(path).unwrap_or_default(),
+            memory_bytes: args.memory.unwrap_or(0),
         })
         .await
         .map_err(|s| anyhow::anyhow!("{}", s.message()))?

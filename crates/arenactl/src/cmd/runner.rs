@@ -7,7 +7,7 @@ use arena_proto::v1::runner_client::RunnerClient;
 use arena_proto::v1::ListGpusRequest;
 use arena_run::events::Events;
 use arena_run::Item;
-use arena_runner::{Engine, ExecRequest, Policy, RunnerError, RunnerService};
+use arena_runner::{Engine, ExecRequest, Policy, Resources, RunnerError, RunnerService};
 
 use super::containerd::connect;
 use super::{print_json, runtime, Outcome};
@@ -37,13 +37,17 @@ pub async fn local_engine(
     let mut roots = args.agent_mount_roots.clone();
     roots.extend(extra_roots.iter().cloned());
     let policy = Policy::new(args.allow_host_network, &roots, Vec::new())?;
-    Ok(Arc::new(Engine::new(
-        Arc::new(c),
-        store,
-        gpus,
-        vec![args.agents_dir.clone()],
-        policy,
-    )))
+    let resources = Resources::for_host(gpus.len(), args.cpus_per_gpu, args.workspace_size);
+    Ok(Arc::new(
+        Engine::new(
+            Arc::new(c),
+            store,
+            gpus,
+            vec![args.agents_dir.clone()],
+            policy,
+        )
+        .with_resources(resources),
+    ))
 }
 
 pub fn run(cmd: RunnerCommand) -> anyhow::Result<Outcome> {

@@ -33,6 +33,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<Outcome> {
             runs: args.runs,
             run_dir: out.clone(),
             hidden_set: args.unseen.as_deref().map(absolute),
+            memory: args.memory,
         },
         agents_dir: absolute(&args.local.agents_dir),
         exe: std::env::current_exe().context("finding arenactl's own path for the jobs")?,
