@@ -2,8 +2,8 @@
 # Installs what arena needs on a fresh Debian machine that has a Rust toolchain: python3 for the
 # CPU sample tasks' harnesses, skopeo and umoci (independent readers of our OCI layouts, used by
 # the tests), containerd and runc (the runtime's integration tests start a private daemon), Slurm
-# and munge (the Slurm backend's tests start a single-node cluster), and
-# protoc (containerd-client compiles containerd's protos). Idempotent and quiet when everything
+# and munge (the Slurm backend's tests start a single-node cluster), gcc with a static libc
+# (a test's seccomp probe), and protoc (containerd-client compiles containerd's protos). Idempotent and quiet when everything
 # is already there.
 set -euo pipefail
 need=()
@@ -13,6 +13,9 @@ command -v umoci >/dev/null || need+=(umoci)
 command -v containerd >/dev/null || need+=(containerd)
 command -v runc >/dev/null || need+=(runc)
 command -v protoc >/dev/null || need+=(protobuf-compiler)
+# gcc and a static libc: the adversarial tests build a static seccomp probe (ci/fixtures).
+command -v gcc >/dev/null || need+=(gcc)
+[ -n "$(gcc -print-file-name=libc.a 2>/dev/null | grep /)" ] || need+=(libc6-dev)
 # A real single-node Slurm for the Slurm backend's tests (ci/slurm.sh).
 command -v slurmctld >/dev/null || need+=(slurmctld)
 command -v slurmd >/dev/null || need+=(slurmd)

@@ -5,7 +5,7 @@ the original launched twice (2x slower), and adversarial kernels (all zeros, a p
 deferred work, a reference swap) — and what it measured. Prints one line per (task,
 candidate) and writes OUT/trusted-check.json.
 
-usage: python3 ci/gpu/trusted-check.py OUT_DIR [PAIRS]
+usage: python3 ci/gpu/trusted-check.py OUT_DIR [PAIRS] [TASK/VARIANT,...]
 Runs as root (kernel processes run as users 60001 and 60002).
 """
 import json
@@ -119,8 +119,11 @@ if __name__ == "__main__":
     PAIRS = int(sys.argv[2]) if len(sys.argv) > 2 else 10
     os.makedirs(OUT, exist_ok=True)
     results = {}
+    ONLY = set(sys.argv[3].split(",")) if len(sys.argv) > 3 else None
     for task in TASKS:
         for variant in VARIANTS:
+            if ONLY and f"{task}/{variant}" not in ONLY and task not in ONLY:
+                continue
             work = f"/tmp/tc-{task}-{variant}"
             shutil.rmtree(work, ignore_errors=True)
             out = setup(work, task, variant)
@@ -138,5 +141,7 @@ if __name__ == "__main__":
             for c in cases:
                 if c.get("error"):
                     print("   ", c["id"], c["error"][:300])
+                else:
+                    print("   ", c["id"], "calls", c.get("calls"))
             with open(os.path.join(OUT, "trusted-check.json"), "w") as f:
                 json.dump(results, f, indent=1)

@@ -30,6 +30,9 @@ pub struct Aggregate {
     /// Share (0–100) of all tasks whose mean speedup is ≥ 1 and ≥ 2.
     pub fast1: f64,
     pub fast2: f64,
+    /// Task runs by how their numbers were measured (`trusted`, `self_reported_cross_checked`,
+    /// `self_reported`, `unrecorded`): a table that mixes them says so.
+    pub measured: BTreeMap<String, usize>,
 }
 
 fn mean(xs: impl IntoIterator<Item = f64>) -> f64 {
@@ -68,6 +71,13 @@ pub fn check_unique(scores: &[TaskScore]) -> Result<(), ReportError> {
         }
     }
     Ok(())
+}
+
+fn trust_key(t: arena_run::result::Trust) -> String {
+    serde_json::to_value(t)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default()
 }
 
 /// One aggregate over a group of scores (any mix of tasks and repeats).
@@ -123,6 +133,10 @@ pub fn aggregate(label: &str, scores: &[&TaskScore]) -> Aggregate {
         geomean_speedup: (!logs.is_empty()).then(|| mean(logs.iter().copied()).exp()),
         fast1: 100.0 * per_task.iter().filter(|t| t.speedup >= 1.0).count() as f64 / n,
         fast2: 100.0 * per_task.iter().filter(|t| t.speedup >= 2.0).count() as f64 / n,
+        measured: scores.iter().fold(BTreeMap::new(), |mut m, s| {
+            *m.entry(trust_key(s.trust)).or_default() += 1;
+            m
+        }),
     }
 }
 
@@ -153,6 +167,11 @@ mod tests {
             speedup: if correct { sp } else { 0.0 },
             score: crate::score::score(compiled, correct, if correct { sp } else { 0.0 }),
             performance_failure: None,
+            trust: if repeat == 0 {
+                arena_run::result::Trust::Trusted
+            } else {
+                arena_run::result::Trust::SelfReported
+            },
         }
     }
 
@@ -221,6 +240,12 @@ mod tests {
         // fast₁ uses the averaged speedup (failures 0): x 1.0 ≥ 1, y ≥ 1; fast₂: only y.
         assert!(close(r.fast1, 100.0));
         assert!(close(r.fast2, 50.0));
+        // Run 0's results are trusted, the others self-reported (the helper's choice): the
+        // row counts task runs by how they were measured.
+        let want: BTreeMap<String, usize> = [("self_reported".into(), 4), ("trusted".into(), 2)]
+            .into_iter()
+            .collect();
+        assert_eq!(r.measured, want);
     }
 
     #[test]

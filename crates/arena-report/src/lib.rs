@@ -43,10 +43,62 @@ impl Report {
 
     pub fn markdown(&self) -> String {
         let mut out = table::aggregates_markdown(&self.aggregates);
+        out.push_str(&self.measured_line());
         if !self.generalization.is_empty() {
             out.push_str("\nGeneralization to unseen configurations:\n\n");
             out.push_str(&table::generalization_markdown(&self.generalization));
         }
         out
+    }
+
+    /// "Measured: 3 trusted, 1 self-reported, cross-checked" — how the table's numbers were
+    /// measured, so that no one reads a self-reported speedup as a trusted one.
+    pub fn measured_line(&self) -> String {
+        let mut counts: std::collections::BTreeMap<&str, usize> = Default::default();
+        for t in &self.tasks {
+            *counts.entry(t.trust.label()).or_default() += 1;
+        }
+        if counts.is_empty() {
+            return String::new();
+        }
+        let parts: Vec<String> = counts.iter().map(|(l, n)| format!("{n} {l}")).collect();
+        format!("\nMeasured: {} (task runs).\n", parts.join("; "))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn task(id: &str, trust: Trust) -> TaskScore {
+        TaskScore {
+            task_id: id.into(),
+            task_type: "t".into(),
+            repeat: 0,
+            compiled: true,
+            correct: true,
+            speedup: 1.0,
+            score: 220.0,
+            performance_failure: None,
+            trust,
+        }
+    }
+
+    #[test]
+    fn the_table_says_how_its_numbers_were_measured() {
+        let r = Report {
+            tasks: vec![
+                task("a", Trust::Trusted),
+                task("b", Trust::SelfReportedCrossChecked),
+                task("c", Trust::Trusted),
+            ],
+            aggregates: vec![],
+            generalization: vec![],
+        };
+        assert_eq!(
+            r.measured_line(),
+            "\nMeasured: 1 self-reported, cross-checked; 2 trusted (task runs).\n"
+        );
+        assert!(r.markdown().contains("2 trusted"));
     }
 }

@@ -107,6 +107,8 @@ pub struct TaskScore {
     pub score: f64,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub performance_failure: Option<PerfFailure>,
+    /// How the result's numbers were measured.
+    pub trust: arena_run::result::Trust,
 }
 
 pub fn score_task(r: &TaskResult) -> TaskScore {
@@ -140,6 +142,7 @@ pub fn score_task(r: &TaskResult) -> TaskScore {
         speedup,
         score: score(compiled, correct, speedup),
         performance_failure,
+        trust: r.trust,
     }
 }
 

@@ -114,6 +114,7 @@ mod tests {
             geomean_speedup: None,
             fast1: 50.0,
             fast2: 0.0,
+            measured: Default::default(),
         };
         let md = aggregates_markdown(std::slice::from_ref(&a));
         let last = md.lines().last().unwrap();

@@ -59,7 +59,10 @@ mod tests {
         assert_eq!(r.limits(Some(1 << 30), Some(2 << 30)).memory_bytes, 1 << 30);
         assert_eq!(r.limits(None, Some(2 << 30)).memory_bytes, 2 << 30);
         assert_eq!(r.limits(None, None).memory_bytes, 16 << 30);
-        assert_eq!(Resources::for_host(1, Some(3.0), Some(5)).workspace_bytes, 5);
+        assert_eq!(
+            Resources::for_host(1, Some(3.0), Some(5)).workspace_bytes,
+            5
+        );
         assert_eq!(r.limits(None, None).pids, 4096);
     }
 }

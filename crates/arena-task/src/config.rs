@@ -227,7 +227,9 @@ source_file_path:
     #[test]
     fn memory_limits_are_sizes() {
         assert_eq!(
-            parse(&format!("{MINIMAL}memory_limit: 536870912\n")).unwrap().memory_limit,
+            parse(&format!("{MINIMAL}memory_limit: 536870912\n"))
+                .unwrap()
+                .memory_limit,
             Some(512 << 20)
         );
         for bad in ["memory_limit: lots", "memory_limit: 0", "memory_limit: [1]"] {

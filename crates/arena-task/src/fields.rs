@@ -172,12 +172,17 @@ impl FieldReader {
     pub(crate) fn bytes(&mut self, field: &str) -> Option<u64> {
         let v = self.take(field)?;
         let parsed = match &v {
-            Value::Number(n) => n.as_u64().ok_or_else(|| format!("{n} is not a whole number of bytes")),
+            Value::Number(n) => n
+                .as_u64()
+                .ok_or_else(|| format!("{n} is not a whole number of bytes")),
             Value::String(s) => s
                 .parse::<bytesize::ByteSize>()
                 .map(|b| b.as_u64())
                 .map_err(|e| format!("`{s}`: {e} (write e.g. 16GiB)")),
-            other => Err(format!("expected a size such as 16GiB, found {}", kind_of(other))),
+            other => Err(format!(
+                "expected a size such as 16GiB, found {}",
+                kind_of(other)
+            )),
         };
         match parsed {
             Ok(0) => {

@@ -244,7 +244,7 @@ pub enum UnseenCommand {
     },
     /// Evaluate a finished run on a sealed hidden set: the original and the agent's kernel
     /// of every finished task run, in evaluator containers only; results name the set digest.
-    Eval(UnseenEvalArgs),
+    Eval(Box<UnseenEvalArgs>),
 }
 
 #[derive(Debug, Args)]

@@ -3,13 +3,14 @@ through CUDA IPC; outputs in device memory the kernel process owns, opened by th
 the moment the batch is answered and checked there.
 
 Each kernel process gets a pool of its own (allocated with cuMemAlloc, so an IPC handle
-shares nothing else), cut into slots; a batch's calls take consecutive slots, each filled
-with fresh arguments while the process is stopped, and the slots rotate over at least twice
-the L2 cache, so every call reads its inputs from memory, as a kernel in a model would.
+shares nothing else; in chunks of at most CHUNK bytes, each its own allocation and handle),
+cut into slots; a batch's calls take consecutive slots, each filled with fresh arguments
+while the process is stopped, and the slots rotate over at least twice the L2 cache, so
+every call reads its inputs from memory, as a kernel in a model would. A batch holds at most
+POOL_MAX bytes of inputs (and a share of the free memory): large shapes get fewer calls.
 The CUDA driver API is called through ctypes; tensors over raw device memory are made with
 __cuda_array_interface__.
 """
-import bisect
 import ctypes
 import time
 
@@ -17,6 +18,8 @@ import torch
 
 CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS = 1
 ALIGN = 512
+CHUNK = 1 << 30
+POOL_MAX = 4 << 30
 # Element types crossing as themselves; others (bfloat16, fp8) cross as an integer type of
 # their size and are viewed back.
 _CAI = {
@@ -147,31 +150,30 @@ class ChildSide:
     def __init__(self):
         self.cu = Driver()
         self.slots = {}
-        self.pool = None
-        # Device memory segments already described: sorted bases, and (size, handle) each.
-        self.bases = []
+        self.pools = []
+        # Allocations already described: base -> (size, handle).
         self.segments = {}
 
     def _segment(self, ptr):
-        """The segment holding `ptr` and its IPC handle (asked of the driver once each)."""
-        i = bisect.bisect_right(self.bases, ptr) - 1
-        if i >= 0:
-            base = self.bases[i]
-            size, handle = self.segments[base]
-            if ptr < base + size:
-                return base, handle
+        """The allocation holding `ptr` and its IPC handle. The handle is asked of the driver
+        once per allocation: the range is asked every time (cheap), so memory freed and
+        allocated again at the same address gets a handle of its own."""
         base, size = self.cu.range_of(ptr)
-        handle = self.cu.handle(base)
-        bisect.insort(self.bases, base)
-        self.segments[base] = (size, handle)
-        return base, handle
+        known = self.segments.get(base)
+        if known is None or known[0] != size:
+            known = (size, self.cu.handle(base))
+            self.segments[base] = known
+        return base, known[1]
 
     def setup(self, msg):
-        if self.pool is not None:
-            self.cu.close(self.pool)
-        self.pool = self.cu.open(msg["handle"])
+        for p in self.pools:
+            self.cu.close(p)
+        self.pools = []
+        for h in msg["handles"]:
+            self.pools.append(self.cu.open(h))
         self.layout = msg["layout"]
         self.slot_bytes = int(msg["slot_bytes"])
+        self.per_chunk = int(msg["per_chunk"])
         self.count = int(msg["slots"])
         self.slots = {}
         return {}
@@ -181,7 +183,8 @@ class ChildSide:
         if slot not in self.slots:
             if not 0 <= slot < self.count:
                 raise IndexError(f"no slot {slot}")
-            base = self.pool + slot * self.slot_bytes
+            chunk, k = divmod(slot, self.per_chunk)
+            base = self.pools[chunk] + k * self.slot_bytes
             self.slots[slot] = tuple(
                 a["value"] if "value" in a else tensor_at(base + a["offset"], a["shape"], a["stride"], DTYPES[a["dtype"]])
                 for a in self.layout
@@ -220,10 +223,30 @@ class GpuData:
         self.cu = Driver()
         props = torch.cuda.get_device_properties(0)
         self.l2 = int(getattr(props, "L2_cache_size", 0) or 50 << 20)
-        self.state = {}  # role -> dict(pool, size, handle, layout key, slots, next)
+        self.state = {}  # role -> dict(pools, layout key, slots, slot_bytes, per_chunk, layout, next)
         self.opened = {}  # handle -> device pointer
         self.pool_handles = {}
-        self.probe_ms = float(job.get("perf", {}).get("idle_probe_ms", 2.0))
+        # Deferred work beyond this (and beyond the batch's own time) is named as such.
+        self.deferred_ms = float(job.get("perf", {}).get("deferred_limit_ms", 50.0))
+        # The probe's first launches load its kernels (lazy module loading): not a wait.
+        for _ in range(3):
+            self._probe()
+        self.idle_ms = sorted(self._probe() for _ in range(5))[2]
+
+    def _probe(self):
+        """Milliseconds a tiny kernel of ours takes to run and finish."""
+        t0 = time.perf_counter()
+        torch.ones(1, device="cuda").add_(1)
+        torch.cuda.synchronize()
+        return 1000 * (time.perf_counter() - t0)
+
+    def calls_cap(self, args):
+        """The most calls a batch on these arguments may have: their slots stay under
+        POOL_MAX bytes and a tenth of the free memory (the evaluator also holds each call's
+        inputs and reference, and the kernel process its outputs)."""
+        _, slot_bytes = self._layout(args)
+        free, _ = torch.cuda.mem_get_info()
+        return max(1, min(POOL_MAX, free // 10) // slot_bytes)
 
     def _layout(self, args):
         """Each tensor argument's place in a slot; other arguments by value."""
@@ -248,15 +271,21 @@ class GpuData:
         if st and st["key"] == key and st["slots"] >= slots:
             return st
         if st:
-            self.cu.free(st["pool"])
-        size = slots * slot_bytes
-        pool = self.cu.alloc(size)
-        handle = self.cu.handle(pool)
-        self.pool_handles[handle] = pool
-        st = {"pool": pool, "size": size, "key": key, "slots": slots, "slot_bytes": slot_bytes, "layout": layout, "next": 0}
+            for p in st["pools"]:
+                self.cu.free(p)
+        per_chunk = max(1, CHUNK // slot_bytes)
+        pools, handles, left = [], [], slots
+        while left > 0:
+            k = min(left, per_chunk)
+            p = self.cu.alloc(k * slot_bytes)
+            pools.append(p)
+            handles.append(self.cu.handle(p))
+            self.pool_handles[handles[-1]] = p
+            left -= k
+        st = {"pools": pools, "key": key, "slots": slots, "slot_bytes": slot_bytes, "per_chunk": per_chunk, "layout": layout, "next": 0}
         self.state[kernel.role] = st
         kernel.request(
-            {"op": "gpu_setup", "handle": handle, "slots": slots, "slot_bytes": slot_bytes, "layout": layout},
+            {"op": "gpu_setup", "handles": handles, "slots": slots, "slot_bytes": slot_bytes, "per_chunk": per_chunk, "layout": layout},
             timeout,
         )
         return st
@@ -270,7 +299,9 @@ class GpuData:
             for a, x in zip(args, st["layout"]):
                 if isinstance(a, torch.Tensor):
                     c = a.contiguous()
-                    view = tensor_at(st["pool"] + k * st["slot_bytes"] + x["offset"], list(c.shape), list(c.stride()), c.dtype)
+                    chunk, j = divmod(k, st["per_chunk"])
+                    at = st["pools"][chunk] + j * st["slot_bytes"] + x["offset"]
+                    view = tensor_at(at, list(c.shape), list(c.stride()), c.dtype)
                     view.copy_(c)
             calls.append({"slot": k})
         torch.cuda.synchronize()
@@ -287,15 +318,20 @@ class GpuData:
             self.opened[d["handle"]] = self.cu.open(d["handle"])
         return self.opened[d["handle"]]
 
-    def outputs(self, kernel, calls, reply):
-        # Deferred work: a process that answered while its kernels still run keeps the GPU
-        # busy; a tiny kernel of ours then waits for it.
-        t0 = time.perf_counter()
-        torch.ones(1, device="cuda").add_(1)
-        torch.cuda.synchronize()
-        waited_ms = 1000 * (time.perf_counter() - t0)
-        if waited_ms > self.probe_ms:
+    def settle(self, elapsed):
+        """Seconds the GPU stayed busy after the kernel process answered, added to the batch.
+
+        A process may answer while its kernels still run (its synchronize patched away): a
+        tiny kernel of ours then waits behind them, and that wait is the batch's too. More
+        of it than the batch itself took (and than `deferred_limit_ms`) is refused as
+        deferred work. The wait of an idle GPU, measured at the start, is not counted."""
+        waited_ms = self._probe()
+        extra_ms = max(0.0, waited_ms - self.idle_ms)
+        if extra_ms > max(self.deferred_ms, 1000 * elapsed):
             raise DeferredWork(f"the GPU was still busy {waited_ms:.1f} ms after the kernel answered")
+        return extra_ms / 1000
+
+    def outputs(self, kernel, calls, reply):
         outs = []
         for item in reply.get("outputs", []):
             got = []

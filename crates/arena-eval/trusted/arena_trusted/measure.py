@@ -53,7 +53,11 @@ class Session:
         except AssertionError as e:
             raise CheckFailed(f"{where}: {e}" if not self.hidden else f"{where}: wrong output")
         except Exception as e:
-            raise CheckFailed(f"{where}: output not comparable ({type(e).__name__})")
+            why = type(e).__name__
+            if not self.hidden:
+                first = (str(e).strip().splitlines() or [""])[0]
+                why = f"{why}: {first[:200]}"
+            raise CheckFailed(f"{where}: output not comparable ({why})")
 
     def batch(self, kernel, i, n, purpose, gate):
         """Times `n` calls of `kernel` on configuration `i`, each on fresh inputs; checks each
@@ -62,6 +66,7 @@ class Session:
         calls = self.data.prepare(kernel, [a for a, _ in cases], [w for _, w in cases], self.timeout[gate])
         reply, elapsed = kernel.request({"op": "run", "calls": calls}, self.timeout[gate])
         try:
+            elapsed += self.data.settle(elapsed)
             outs = self.data.outputs(kernel, calls, reply)
         except Exception as e:  # what the kernel process handed back does not hold up
             raise CheckFailed(f"{self.name(i)}: {type(e).__name__}: {e}" if not self.hidden else f"{self.name(i)}: {type(e).__name__}")
@@ -148,14 +153,15 @@ class Session:
                 case["params"] = {"shape": _jsonable(self.configs[i][0])}
             try:
                 n = {}
+                cap = min(max_calls, self.data.calls_cap(self.fresh(i, "size")[0]))
                 for k in kernels:
                     for _ in range(int(perf["warmup_batches"])):
                         t1, _ = self.batch(k, i, 1, "warmup", "performance")
                     # A batch of one is mostly round trip: size a second guess by it, then
                     # the batch by the second guess's time per call.
-                    guess = max(1, min(max_calls, int(target / max(t1, 1e-7))))
+                    guess = max(1, min(cap, int(target / max(t1, 1e-7))))
                     t2, _ = self.batch(k, i, guess, "warmup", "performance")
-                    n[k.role] = max(1, min(max_calls, int(target * guess / max(t2, 1e-7))))
+                    n[k.role] = max(1, min(cap, int(target * guess / max(t2, 1e-7))))
                 times = {k.role: [] for k in kernels}
                 for _ in range(pairs):
                     order = list(kernels)

@@ -274,9 +274,7 @@ async fn run_one(ctx: Arc<RunContext>, h: Arc<RunHandle>, item: Item, gpu: Gpu, 
         Err(e) => {
             *h.errors.lock().unwrap() += 1;
             let reason = e.to_string();
-            if let Err(r) =
-                crate::task_run::release_item(ctx.rt.as_ref(), &h.rundir, &item).await
-            {
+            if let Err(r) = crate::task_run::release_item(ctx.rt.as_ref(), &h.rundir, &item).await {
                 tracing::warn!(task = %item.label(), "releasing its workspace: {r}");
             }
             tracing::error!(task = %item.label(), "infrastructure error: {reason}");

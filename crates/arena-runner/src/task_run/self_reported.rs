@@ -95,6 +95,8 @@ impl TaskRun<'_> {
             serde_json::to_vec_pretty(&r.job).map_err(|e| RunnerError::Other(e.to_string()))?;
         let _ = std::fs::remove_file(&job_file);
         std::fs::write(&job_file, text).map_err(io(&job_file))?;
+        std::fs::set_permissions(&job_file, std::fs::Permissions::from_mode(0o400))
+            .map_err(io(&job_file))?;
 
         let gates = format!("{}/gates.py", trusted::DIR);
         let mut cfg = ContainerConfig::command(&["python3", "-I", "-B", &gates, trusted::JOB]);

@@ -93,7 +93,11 @@ async fn the_agent_runs_on_a_read_only_root_in_a_sized_workspace_under_a_watchdo
     f.run(&a, "out").await;
     let spec = f.specs("agent").remove(0);
     assert!(spec.config.readonly_rootfs);
-    assert!(spec.config.tmpfs.iter().any(|t| t.destination == "/var/tmp"));
+    assert!(spec
+        .config
+        .tmpfs
+        .iter()
+        .any(|t| t.destination == "/var/tmp"));
     assert_eq!(spec.config.limits.memory_bytes, 16 << 30);
     // The watchdog: sh runs the agent and kills everything 30 s past its timeout.
     assert_eq!(spec.config.args[0], "/bin/sh");
@@ -110,7 +114,10 @@ async fn the_agent_runs_on_a_read_only_root_in_a_sized_workspace_under_a_watchdo
         .filter(|c| c.contains("_scratch") && c.contains("alpha"))
         .map(|c| c.split(' ').next().unwrap().to_string())
         .collect();
-    assert_eq!(mounts, ["unmount_scratch", "mount_scratch", "unmount_scratch"]);
+    assert_eq!(
+        mounts,
+        ["unmount_scratch", "mount_scratch", "unmount_scratch"]
+    );
     assert!(f.fake.scratch().is_empty());
     let kept = f
         .root()

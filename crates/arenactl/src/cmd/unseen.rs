@@ -47,7 +47,7 @@ pub fn run(cmd: UnseenCommand) -> anyhow::Result<Outcome> {
             }
             Ok(Outcome::Ok)
         }
-        UnseenCommand::Eval(args) => super::run::unseen_eval(args),
+        UnseenCommand::Eval(args) => super::run::unseen_eval(*args),
         UnseenCommand::Digest { dir, json } => {
             let m = verify_set(&dir)?;
             if json.json {

@@ -1,0 +1,338 @@
+//! The adversarial agents of ci/agents/adversary, each against the CPU sample tasks through a
+//! real containerd and `arenactl run`: prefix_sum has a trusted harness, sum_squares is
+//! self-reported. Each test asserts the outcome its agent file names, and that no score beats
+//! the untouched baseline's (220), nothing on the host changed, and the run completed.
+//! Needs root, containerd and runc.
+
+mod common;
+
+use std::path::Path;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use common::daemon::*;
+use common::repo;
+use serde_json::Value;
+
+const PREFIX_SUM: &str = "python2python/arena/prefix_sum";
+const SUM_SQUARES: &str = "python2python/arena/sum_squares";
+
+fn agent(name: &str) -> String {
+    format!("ci/agents/adversary/{name}.toml")
+}
+
+fn result_of<'a>(rs: &'a [Value], task: &str) -> &'a Value {
+    rs.iter()
+        .find(|r| r["task_id"] == task)
+        .unwrap_or_else(|| panic!("no result for {task}: {rs:?}"))
+}
+
+/// A kernel that changed nothing may be measured a little faster or slower, never much.
+fn untouched_speed(r: &Value) {
+    let s = score(r);
+    assert!(s.correct, "{r}");
+    assert!(
+        s.speedup > 0.75 && s.speedup < 1.3,
+        "speedup {} from an untouched kernel: {r}",
+        s.speedup
+    );
+}
+
+/// Every file of the repository's tasks and agents (what the lockfile pins), with its mode.
+fn snapshot() -> Vec<(std::path::PathBuf, u32, Vec<u8>)> {
+    use std::os::unix::fs::PermissionsExt;
+    let mut files = Vec::new();
+    let mut stack = vec![repo().join("tasks"), repo().join("ci/agents")];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let meta = std::fs::symlink_metadata(e.path()).unwrap();
+            if meta.is_dir() {
+                stack.push(e.path());
+            } else {
+                let bytes = std::fs::read(e.path()).unwrap_or_default();
+                files.push((e.path(), meta.permissions().mode(), bytes));
+            }
+        }
+    }
+    files.sort();
+    files
+}
+
+/// Asserts the tasks and agents are as `before` (nothing an agent did reached them).
+fn unchanged(before: &[(std::path::PathBuf, u32, Vec<u8>)]) {
+    let after = snapshot();
+    let names = |v: &[(std::path::PathBuf, u32, Vec<u8>)]| {
+        v.iter().map(|f| f.0.clone()).collect::<Vec<_>>()
+    };
+    assert_eq!(names(before), names(&after), "files came or went");
+    for (b, a) in before.iter().zip(&after) {
+        assert!(b == a, "{} changed", a.0.display());
+    }
+}
+
+#[test]
+fn patched_clocks_and_tampered_harnesses_change_nothing() {
+    let before = snapshot();
+    let d = Daemon::start();
+    let tmp = d.dir.path();
+    let (_, rs) = d.run_on(
+        &agent("timer"),
+        &[PREFIX_SUM, SUM_SQUARES],
+        &tmp.join("timer"),
+        &[],
+    );
+    let trusted = result_of(&rs, PREFIX_SUM);
+    assert_eq!(trusted["trust"], "trusted");
+    untouched_speed(trusted);
+    let selfrep = result_of(&rs, SUM_SQUARES);
+    let s = score(selfrep);
+    assert!(s.correct && s.speedup == 0.0, "{selfrep}");
+    assert_eq!(s.score, 120.0);
+    assert!(
+        matches!(
+            s.performance_failure,
+            Some(arena_report::PerfFailure::CrossCheck { .. })
+        ),
+        "{selfrep}"
+    );
+    assert_eq!(selfrep["cross_check"]["verdict"], "inconsistent");
+    assert_eq!(selfrep["trust"], "self_reported_cross_checked");
+
+    let out = tmp.join("rewrite");
+    let (_, rs) = d.run_on(
+        &agent("harness_rewrite"),
+        &[PREFIX_SUM, SUM_SQUARES],
+        &out,
+        &[],
+    );
+    for task in [PREFIX_SUM, SUM_SQUARES] {
+        let r = result_of(&rs, task);
+        untouched_speed(r);
+        let logs = phase_logs(&out, task, "candidate");
+        assert!(!logs.contains("ALLOWED"), "{task}: {logs}");
+        for path in [
+            "/task/scripts/task_runner.py",
+            "/arena/trusted/evaluate.py",
+            "/arena/out/gates",
+            "/arena/job.json",
+            "/arena/hidden/task.json",
+            "/arena/harness/task/scripts/task_runner.py",
+            "/usr/lib/python3.11/json/__init__.py",
+        ] {
+            assert!(
+                logs.contains(&format!("DENIED {path}")),
+                "{task}: {path} not denied: {logs}"
+            );
+        }
+    }
+    unchanged(&before);
+    assert!(empty(&d.leftovers()));
+}
+
+#[test]
+fn wrong_outputs_fail_correctness() {
+    let before = snapshot();
+    let d = Daemon::start();
+    let tmp = d.dir.path();
+    // A memo keyed by the input's identity never hits (fresh inputs per call): it may pass,
+    // but never faster.
+    for (name, may_pass) in [
+        ("reference_swap", false),
+        ("deferred", false),
+        ("memoize", true),
+    ] {
+        let (_, rs) = d.run_on(&agent(name), &[PREFIX_SUM], &tmp.join(name), &[]);
+        let r = result_of(&rs, PREFIX_SUM);
+        let s = score(r);
+        if s.correct && may_pass {
+            assert!(s.speedup < 1.3, "{name}: {r}");
+        } else {
+            assert!(!s.correct, "{name}: {r}");
+            assert!(s.score <= 20.0, "{name}: {r}");
+        }
+    }
+    unchanged(&before);
+}
+
+#[test]
+fn links_fifos_and_sparse_files_are_refused_and_the_run_completes() {
+    let before = snapshot();
+    let d = Daemon::start();
+    let tmp = d.dir.path();
+    let out = tmp.join("links");
+    let t0 = Instant::now();
+    let (_, rs) = d.run_on(&agent("report_links"), &[SUM_SQUARES], &out, &[]);
+    assert!(
+        t0.elapsed() < Duration::from_secs(300),
+        "a FIFO held the run up"
+    );
+    let r = result_of(&rs, SUM_SQUARES);
+    // The gates are judged by the harness's exit codes; nothing of /etc/passwd got in.
+    assert!(score(r).correct, "{r}");
+    assert!(files_containing(&out, b"root:x:0:0").is_empty());
+    let refused = r["evaluators"]["candidate"]["reports"].to_string();
+    assert!(refused.contains("refused"), "{refused}");
+
+    let (_, rs) = d.run_on(&agent("sparse"), &[PREFIX_SUM], &tmp.join("sparse"), &[]);
+    let r = result_of(&rs, PREFIX_SUM);
+    let why = r["candidate_refused"].as_str().unwrap_or_default();
+    assert!(why.contains("at most"), "{r}");
+    assert_eq!(score(r).score, 0.0);
+    unchanged(&before);
+    assert!(empty(&d.leftovers()));
+}
+
+#[test]
+fn writes_stop_at_each_file_system_and_syscalls_are_filtered() {
+    let before = snapshot();
+    let d = Daemon::start();
+    let tmp = d.dir.path();
+    let out = tmp.join("fill");
+    let (_, rs) = d.run_on(
+        &agent("disk_fill"),
+        &[PREFIX_SUM, SUM_SQUARES],
+        &out,
+        &["--workspace-size", "64MiB"],
+    );
+    for task in [PREFIX_SUM, SUM_SQUARES] {
+        let r = result_of(&rs, task);
+        // Filling takes the kernel's process seconds: outside the timed calls of the trusted
+        // evaluator, but inside the self-reported performance command, whose reports the
+        // cross-check may then refuse. Either way, no gain.
+        let s = score(r);
+        assert!(s.correct && s.speedup < 1.3, "{task}: {r}");
+        let kept = out
+            .join("tasks")
+            .join(task.replace('/', "__"))
+            .join("r0/workspace.kept");
+        let err = std::fs::read_to_string(kept.join("fill.err")).unwrap();
+        assert!(err.contains("No space left"), "{task}: {err}");
+        let err = std::fs::read_to_string(kept.join("rootfill.err")).unwrap();
+        assert!(err.contains("Read-only file system"), "{task}: {err}");
+        let err = std::fs::read_to_string(kept.join("tmpfill.err")).unwrap();
+        assert!(err.contains("No space left"), "{task}: {err}");
+        // The kernel's writes: each stops at a sized tmpfs, the read-only root, or permissions.
+        let logs = phase_logs(&out, task, "candidate");
+        assert!(!logs.contains("FILLED"), "{task}: {logs}");
+        assert!(
+            logs.contains("STOPPED / Read-only file system"),
+            "{task}: {logs}"
+        );
+        assert!(logs.contains("No space left"), "{task}: {logs}");
+    }
+
+    // The probe, built here and mounted into the agent's container.
+    let probe_dir = tmp.join("probe");
+    std::fs::create_dir_all(&probe_dir).unwrap();
+    let st = std::process::Command::new("gcc")
+        .args(["-static", "-O2", "-o"])
+        .arg(probe_dir.join("seccomp-probe"))
+        .arg(repo().join("ci/fixtures/seccomp-probe.c"))
+        .status()
+        .unwrap();
+    assert!(st.success(), "gcc -static (libc6-dev) builds the probe");
+    let agent_file = tmp.join("seccomp.toml");
+    std::fs::copy(repo().join(agent("seccomp")), &agent_file).unwrap();
+    let out = tmp.join("seccomp");
+    d.run_on(agent_file.to_str().unwrap(), &[PREFIX_SUM], &out, &[]);
+    let probe = std::fs::read_to_string(
+        out.join("tasks")
+            .join(PREFIX_SUM.replace('/', "__"))
+            .join("r0/workspace.kept/probe.txt"),
+    )
+    .unwrap();
+    let lines: Vec<(&str, &str)> = probe.lines().filter_map(|l| l.split_once(' ')).collect();
+    assert_eq!(lines.len(), 13, "{probe}");
+    for (name, errno) in lines {
+        let want = if name == "clone3" { "38" } else { "1" };
+        assert_eq!(errno, want, "{name} was not refused: {probe}");
+    }
+    unchanged(&before);
+    assert!(empty(&d.leftovers()));
+}
+
+#[test]
+fn a_killed_client_leaves_nothing_running_past_its_timeout() {
+    let d = Daemon::start();
+    let tmp = d.dir.path();
+    let out = tmp.join("sleeper");
+    let mut args = d.run_args_all(&agent("sleeper"), &out);
+    args.extend(["--tasks".to_string(), PREFIX_SUM.to_string()]);
+    let progress = tmp.join("sleeper.progress");
+    let mut child = arenactl()
+        .args(&args)
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&progress).unwrap())
+        .spawn()
+        .unwrap();
+    // Kill the client (SIGKILL) while the agent sleeps.
+    let t0 = Instant::now();
+    while !std::fs::read_to_string(&progress)
+        .unwrap_or_default()
+        .contains("agent adversary-sleeper started")
+    {
+        assert!(
+            t0.elapsed() < Duration::from_secs(120),
+            "the agent never started"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    // gc removes it at once: its owner is dead.
+    let o = arenactl()
+        .args(["gc", "--json", "--containerd", &d.socket])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", show(&o));
+    let removed: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(
+        removed["containers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|id| id.as_str().unwrap().ends_with("-agent")),
+        "{removed}"
+    );
+    // The same command resumes: the task run completes once.
+    let o = arenactl().args(&args).arg("--json").output().unwrap();
+    assert!(o.status.success(), "{}", show(&o));
+    let rs = results(&out);
+    assert_eq!(rs.len(), 1);
+    assert!(rs[0]["containers"]["agent"]["timed_out"].as_bool().unwrap());
+    assert!(empty(&d.leftovers()));
+}
+
+#[test]
+fn gc_alone_does_not_touch_what_a_live_run_holds() {
+    let d = Daemon::start();
+    let tmp = d.dir.path();
+    let out = tmp.join("live");
+    let mut args = d.run_args_all(&agent("sleeper"), &out);
+    args.extend(["--tasks".to_string(), PREFIX_SUM.to_string()]);
+    let mut child = arenactl()
+        .args(&args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let t0 = Instant::now();
+    loop {
+        let o = arenactl()
+            .args(["gc", "--json", "--containerd", &d.socket])
+            .output()
+            .unwrap();
+        let removed: Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert!(
+            removed["containers"].as_array().unwrap().is_empty(),
+            "gc removed a live run's container: {removed}"
+        );
+        if child.try_wait().unwrap().is_some() || t0.elapsed() > Duration::from_secs(8) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    let st = child.wait().unwrap();
+    assert!(st.success());
+    let _ = Path::new(&out);
+}
