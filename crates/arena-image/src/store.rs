@@ -250,8 +250,10 @@ pub fn write_index(path: &Path, entries: &[IndexEntry]) -> Result<()> {
 pub fn write_atomic(path: &Path, data: &[u8]) -> Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir).map_err(|e| ImageError::io(dir, e))?;
+    // Readable by everyone, as a file written by hand would be (a lockfile is shared).
     let mut f = tempfile::Builder::new()
         .prefix(".tmp-")
+        .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o644))
         .tempfile_in(dir)
         .map_err(|e| ImageError::io(dir, e))?;
     f.write_all(data).map_err(|e| ImageError::io(path, e))?;

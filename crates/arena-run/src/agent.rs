@@ -67,9 +67,10 @@ fn default_iterations() -> u32 {
 pub enum AgentNetwork {
     /// An own network namespace with only loopback (what evaluators get).
     None,
-    /// An own network namespace with outbound connections through a user-space NAT; nothing
-    /// on the host (its loopback, its own addresses, the runner, containerd) is reachable.
-    /// `allow` non-empty: only those hosts are.
+    /// An own network namespace with outbound connections (a veth pair to the host and
+    /// masquerading out); nothing on the host (its loopback, its own addresses, the runner,
+    /// containerd), no other agent and no link-local service is reachable. `allow`
+    /// (`allow_hosts`) non-empty: only those destinations are.
     Egress { allow: Vec<String> },
     /// The host's network namespace: the agent reaches everything the host does. Only a
     /// runner started with `--allow-host-network` runs such an agent.

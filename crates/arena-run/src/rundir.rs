@@ -93,7 +93,11 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     use std::io::Write;
     let dir = path.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir).map_err(|e| RunError::io(dir, e))?;
-    let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(|e| RunError::io(dir, e))?;
+    // Readable by everyone (results are for reading), not the temporary file's 0600.
+    let mut tmp = tempfile::Builder::new()
+        .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o644))
+        .tempfile_in(dir)
+        .map_err(|e| RunError::io(dir, e))?;
     tmp.write_all(bytes).map_err(|e| RunError::io(path, e))?;
     tmp.as_file()
         .sync_all()
@@ -161,6 +165,52 @@ impl RunDir {
             .join(format!("r{}", item.repeat))
     }
 
+    /// The item's directory, created where missing, with no symbolic link from the run's root
+    /// down to it: a link planted there would have the runner write, mount or bind-mount
+    /// somewhere else on the host. Checked again before each container of a task run.
+    pub fn secure_item_dir(&self, item: &Item) -> Result<PathBuf> {
+        self.walk_item_dir(item, true)
+    }
+
+    /// Refuses a symbolic link or a non-directory on the way from the run's root to the
+    /// item's directory (itself included); with `create`, makes what is missing.
+    fn walk_item_dir(&self, item: &Item, create: bool) -> Result<PathBuf> {
+        let dir = self.item_dir(item);
+        let planted = |p: &Path, what: &str| {
+            RunError::invalid(
+                p.display(),
+                "(run directory)",
+                format!("{what}: refused (the runner writes only beneath its run directory, never through a link)"),
+            )
+        };
+        let check = |p: &Path| -> Result<bool> {
+            match std::fs::symlink_metadata(p) {
+                Ok(m) if m.file_type().is_symlink() => Err(planted(p, "a symbolic link")),
+                Ok(m) if !m.is_dir() => Err(planted(p, "not a directory")),
+                Ok(_) => Ok(true),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+                Err(e) => Err(RunError::io(p, e)),
+            }
+        };
+        let mut p = self.root.clone();
+        if !check(&p)? {
+            return Err(RunError::io(
+                &p,
+                std::io::Error::new(std::io::ErrorKind::NotFound, "the run directory is gone"),
+            ));
+        }
+        for c in dir.strip_prefix(&self.root).unwrap_or(&dir).components() {
+            p.push(c);
+            if !check(&p)? {
+                if !create {
+                    break;
+                }
+                std::fs::create_dir(&p).map_err(|e| RunError::io(&p, e))?;
+            }
+        }
+        Ok(dir)
+    }
+
     pub fn result_path(&self, item: &Item) -> PathBuf {
         self.item_dir(item).join("result.json")
     }
@@ -214,7 +264,8 @@ impl RunDir {
 
     /// Removes what an interrupted attempt left in the item's directory.
     pub fn clean_item(&self, item: &Item) -> Result<bool> {
-        let d = self.item_dir(item);
+        // Never through a planted link: that would remove a directory elsewhere.
+        let d = self.walk_item_dir(item, false)?;
         if d.exists() {
             std::fs::remove_dir_all(&d).map_err(|e| RunError::io(&d, e))?;
             return Ok(true);
@@ -281,6 +332,9 @@ mod tests {
         let p = d.path().join("a/b.json");
         write_atomic(&p, b"one").unwrap();
         write_atomic(&p, b"two").unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&p).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o644);
         assert_eq!(std::fs::read(&p).unwrap(), b"two");
         // No temporary files are left beside it.
         assert_eq!(std::fs::read_dir(d.path().join("a")).unwrap().count(), 1);
@@ -355,5 +409,38 @@ mod tests {
             repeat: 1,
         });
         assert!(a.ends_with("tasks/t__a__b/r1"));
+    }
+
+    #[test]
+    fn a_link_planted_on_the_way_to_an_item_directory_is_refused() {
+        let d = tempfile::tempdir().unwrap();
+        let rd = RunDir::new(&d.path().join("run")).unwrap();
+        let item = Item {
+            task_id: "a/b".into(),
+            repeat: 0,
+        };
+        let made = rd.secure_item_dir(&item).unwrap();
+        assert!(made.is_dir() && made.ends_with("tasks/a__b/r0"));
+        // Someone replaces the task's directory with a link to a directory of the host's.
+        let victim = d.path().join("victim");
+        std::fs::create_dir(&victim).unwrap();
+        let task_dir = rd.root.join("tasks/a__b");
+        std::fs::remove_dir_all(&task_dir).unwrap();
+        std::os::unix::fs::symlink(&victim, &task_dir).unwrap();
+        let e = rd.secure_item_dir(&item).unwrap_err().to_string();
+        assert!(
+            e.contains("a symbolic link") && e.contains("tasks/a__b"),
+            "{e}"
+        );
+        assert_eq!(
+            std::fs::read_dir(&victim).unwrap().count(),
+            0,
+            "nothing made there"
+        );
+        // A file where a directory belongs is refused too.
+        std::fs::remove_file(&task_dir).unwrap();
+        std::fs::write(&task_dir, "x").unwrap();
+        let e = rd.secure_item_dir(&item).unwrap_err().to_string();
+        assert!(e.contains("not a directory"), "{e}");
     }
 }

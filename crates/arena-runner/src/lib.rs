@@ -5,6 +5,8 @@
 //! restarted on it resumes. Containers go through arena-runtime's `ContainerRuntime` boundary;
 //! the run itself is arena-run's model. It serves `arena.v1.Runner` over gRPC.
 
+pub mod auth;
+pub mod client_paths;
 pub mod engine;
 pub mod error;
 pub mod gpus;
@@ -16,6 +18,7 @@ pub mod task_run;
 #[cfg(test)]
 pub(crate) mod testing;
 
+pub use auth::{Authenticator, Tokens};
 pub use engine::{Engine, ExecRequest, RunHandle};
 pub use error::{Result, RunnerError};
 pub use gpus::{parse_gpus, restrict_visible, Gpu};

@@ -31,8 +31,10 @@ pub struct Policy {
     pub allow_host_network: bool,
     /// Host directories agent mounts may come from (canonical paths). Empty: none.
     pub mount_roots: Vec<PathBuf>,
-    /// Identities that may act on any run.
+    /// Identities that may act on any run, and name any path.
     pub admins: Vec<String>,
+    /// Directories token callers may name paths below (client_paths.rs; canonical).
+    pub client_roots: Vec<PathBuf>,
 }
 
 impl Policy {
@@ -60,6 +62,7 @@ impl Policy {
             allow_host_network,
             mount_roots: roots,
             admins,
+            client_roots: Vec::new(),
         })
     }
 

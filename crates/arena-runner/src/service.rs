@@ -1,4 +1,7 @@
-//! The gRPC face of the engine (`arena.v1.Runner`).
+//! The gRPC face of the engine (`arena.v1.Runner`). Every RPC has an authenticated caller
+//! (auth.rs); a run belongs to the caller that submitted it, and only it or an admin may watch,
+//! read or cancel it. Paths a caller names are checked against what it may read and write
+//! (client_paths.rs) before the runner touches them.
 
 use std::path::PathBuf;
 use std::pin::Pin;
@@ -15,6 +18,8 @@ use tonic::{Request, Response, Status};
 use arena_run::events::is_terminal;
 use arena_run::{RunError, RunRequest};
 
+use crate::auth::caller;
+use crate::client_paths::Access;
 use crate::engine::{Engine, RunHandle};
 use crate::error::RunnerError;
 
@@ -27,14 +32,29 @@ impl RunnerService {
         RunnerService { engine }
     }
 
-    pub fn into_server(self) -> arena_proto::v1::runner_server::RunnerServer<RunnerService> {
-        arena_proto::v1::runner_server::RunnerServer::new(self)
+    /// The service behind `auth`: every RPC is refused unless it names its caller.
+    pub fn into_server(
+        self,
+        auth: crate::auth::Authenticator,
+    ) -> tonic::service::interceptor::InterceptedService<
+        arena_proto::v1::runner_server::RunnerServer<RunnerService>,
+        crate::auth::Authenticator,
+    > {
+        arena_proto::v1::runner_server::RunnerServer::with_interceptor(self, auth)
     }
 
-    fn handle(&self, id: &str) -> Result<Arc<RunHandle>, Status> {
-        self.engine
+    /// The run `id`, if `who` may act on it (PermissionDenied for another identity's run;
+    /// run ids are random, so knowing one is not guessing one).
+    fn handle(&self, id: &str, who: &str) -> Result<Arc<RunHandle>, Status> {
+        let h = self
+            .engine
             .run(id)
-            .ok_or_else(|| Status::not_found(format!("no run {id} on this runner")))
+            .ok_or_else(|| Status::not_found(format!("no run {id} on this runner")))?;
+        self.engine
+            .policy
+            .check_owner(&h.record, Some(who))
+            .map_err(status_of)?;
+        Ok(h)
     }
 }
 
@@ -87,8 +107,27 @@ impl Runner for RunnerService {
         &self,
         req: Request<SubmitRunRequest>,
     ) -> Result<Response<SubmitRunResponse>, Status> {
+        let who = caller(&req)?;
         let r = req.into_inner();
         let opt = |s: String| (!s.is_empty()).then(|| PathBuf::from(s));
+        let mut paths = vec![
+            ("image_lock", PathBuf::from(&r.image_lock), Access::Read),
+            ("run_dir", PathBuf::from(&r.run_dir), Access::Write),
+        ];
+        if r.agent.contains('/') {
+            paths.push(("agent", PathBuf::from(&r.agent), Access::Read));
+        }
+        if !r.hidden_set.is_empty() {
+            paths.push(("hidden_set", PathBuf::from(&r.hidden_set), Access::Read));
+        }
+        let named: Vec<(&str, &std::path::Path, Access)> = paths
+            .iter()
+            .map(|(f, p, a)| (*f, p.as_path(), *a))
+            .collect();
+        self.engine
+            .policy
+            .check_paths(Some(&who), &named)
+            .map_err(status_of)?;
         let (h, done) = self
             .engine
             .submit(
@@ -101,7 +140,7 @@ impl Runner for RunnerService {
                     hidden_set: opt(r.hidden_set),
                     memory: (r.memory_bytes > 0).then_some(r.memory_bytes),
                 },
-                None,
+                Some(who),
             )
             .await
             .map_err(status_of)?;
@@ -112,17 +151,25 @@ impl Runner for RunnerService {
         &self,
         req: Request<EvaluateUnseenRequest>,
     ) -> Result<Response<SubmitRunResponse>, Status> {
+        let who = caller(&req)?;
         let r = req.into_inner();
         if r.hidden_set.is_empty() {
             return Err(Status::invalid_argument("hidden_set: required"));
         }
+        let (run_dir, hidden) = (PathBuf::from(r.run_dir), PathBuf::from(r.hidden_set));
+        self.engine
+            .policy
+            .check_paths(
+                Some(&who),
+                &[
+                    ("run_dir", &run_dir, Access::Write),
+                    ("hidden_set", &hidden, Access::Read),
+                ],
+            )
+            .map_err(status_of)?;
         let (h, done) = self
             .engine
-            .submit_unseen(
-                &PathBuf::from(r.run_dir),
-                &PathBuf::from(r.hidden_set),
-                None,
-            )
+            .submit_unseen(&run_dir, &hidden, Some(who))
             .await
             .map_err(status_of)?;
         Ok(submitted(&h, done))
@@ -134,7 +181,8 @@ impl Runner for RunnerService {
         &self,
         req: Request<WatchRunRequest>,
     ) -> Result<Response<EventStream>, Status> {
-        let h = self.handle(&req.into_inner().run_id)?;
+        let who = caller(&req)?;
+        let h = self.handle(&req.into_inner().run_id, &who)?;
         let (history, mut live) = h.events.subscribe();
         let (tx, rx) = tokio::sync::mpsc::channel(256);
         tokio::spawn(async move {
@@ -170,7 +218,8 @@ impl Runner for RunnerService {
     }
 
     async fn get_run(&self, req: Request<GetRunRequest>) -> Result<Response<RunStatus>, Status> {
-        let h = self.handle(&req.into_inner().run_id)?;
+        let who = caller(&req)?;
+        let h = self.handle(&req.into_inner().run_id, &who)?;
         Ok(Response::new(run_status(&h)))
     }
 
@@ -178,7 +227,8 @@ impl Runner for RunnerService {
         &self,
         req: Request<CancelRunRequest>,
     ) -> Result<Response<RunStatus>, Status> {
-        let h = self.handle(&req.into_inner().run_id)?;
+        let who = caller(&req)?;
+        let h = self.handle(&req.into_inner().run_id, &who)?;
         if h.state().0 == RunState::Running {
             h.cancel();
         }
@@ -187,8 +237,9 @@ impl Runner for RunnerService {
 
     async fn list_gpus(
         &self,
-        _req: Request<ListGpusRequest>,
+        req: Request<ListGpusRequest>,
     ) -> Result<Response<ListGpusResponse>, Status> {
+        caller(&req)?;
         let pool = &self.engine.pool;
         let gpus = pool
             .gpus()

@@ -10,6 +10,7 @@ pub mod boundary;
 pub mod chain;
 pub mod cleanup;
 pub mod containerd;
+pub mod egress;
 pub mod error;
 #[cfg(any(test, feature = "fake"))]
 pub mod fake;

@@ -20,11 +20,11 @@ use crate::gpu::{BindMount, DeviceGrant};
 pub enum Network {
     /// An own network namespace: no route anywhere (the evaluator's mode).
     None,
-    /// An own network namespace with outbound connections through a user-space NAT
-    /// (slirp4netns, host loopback disabled), set up by the runtime when the container is
-    /// created; the host's own addresses are refused inside the namespace. `allow`, if not
-    /// empty, are the only destinations (names resolved when the container is created,
-    /// addresses, CIDR blocks).
+    /// An own network namespace with outbound connections (CNI ptp + masquerade, set up by
+    /// the runtime between creating and starting the container; see crate::egress); the host
+    /// itself, other agents and link-local services are dropped. `allow`, if not empty, are
+    /// the only destinations (names resolved when the container is created, IPv4 addresses,
+    /// CIDR blocks).
     Egress { allow: Vec<String> },
     /// The host's network namespace.
     Host,

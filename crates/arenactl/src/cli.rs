@@ -255,9 +255,13 @@ pub struct UnseenEvalArgs {
     /// The sealed hidden set.
     #[arg(long, value_name = "HIDDEN_DIR")]
     pub unseen: PathBuf,
-    /// A runner's gRPC address; without it a runner starts in-process.
+    /// A runner: unix:PATH (its socket) or http://HOST:PORT (with --token-file); without it
+    /// a runner starts in-process.
     #[arg(long, value_name = "ADDR")]
     pub runner: Option<String>,
+    /// The bearer token for a runner over TCP (a file holding it; or ARENA_RUNNER_TOKEN_FILE).
+    #[arg(long, value_name = "FILE")]
+    pub token_file: Option<PathBuf>,
     #[command(flatten)]
     pub local: RunnerArgs,
     #[command(flatten)]
@@ -324,10 +328,14 @@ pub struct RunArgs {
     /// directory resumes the run.
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
-    /// A runner's gRPC address (http://HOST:PORT); without it a runner starts in-process on
-    /// the local containerd. Paths are read on the runner's machine.
+    /// A runner: unix:PATH (its socket) or http://HOST:PORT (with --token-file); without it
+    /// a runner starts in-process on the local containerd. Paths are read on the runner's
+    /// machine.
     #[arg(long, value_name = "ADDR")]
     pub runner: Option<String>,
+    /// The bearer token for a runner over TCP (a file holding it; or ARENA_RUNNER_TOKEN_FILE).
+    #[arg(long, value_name = "FILE")]
+    pub token_file: Option<PathBuf>,
     /// A sealed hidden set of unseen configurations (its digest is recorded with the run).
     #[arg(long, value_name = "HIDDEN_DIR")]
     pub unseen: Option<PathBuf>,
@@ -359,6 +367,21 @@ pub struct RunArgs {
     pub out_format: JsonFlag,
 }
 
+/// A runner elsewhere.
+#[derive(Debug, Args, Clone)]
+pub struct Remote {
+    /// unix:PATH (its socket) or http://HOST:PORT (with --token-file).
+    #[arg(
+        long,
+        default_value = "unix:/run/arena/runner.sock",
+        value_name = "ADDR"
+    )]
+    pub runner: String,
+    /// The bearer token for a runner over TCP (a file holding it; or ARENA_RUNNER_TOKEN_FILE).
+    #[arg(long, value_name = "FILE")]
+    pub token_file: Option<PathBuf>,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Backend {
     Local,
@@ -367,10 +390,30 @@ pub enum Backend {
 
 #[derive(Debug, Subcommand)]
 pub enum RunnerCommand {
-    /// Serve arena.v1.Runner on ADDR until interrupted.
+    /// Serve arena.v1.Runner until interrupted: on a unix socket (the default; callers are
+    /// named by the kernel, `uid:N`) or on TCP with bearer tokens (`token:NAME`).
     Serve {
-        #[arg(long, default_value = "127.0.0.1:50551", value_name = "ADDR")]
-        listen: std::net::SocketAddr,
+        /// unix:PATH (mode 660) or HOST:PORT (needs --token-file).
+        #[arg(
+            long,
+            default_value = "unix:/run/arena/runner.sock",
+            value_name = "ADDR"
+        )]
+        listen: crate::cmd::endpoint::Listen,
+        /// Bearer tokens of TCP callers: one `NAME TOKEN` per line, mode 600.
+        #[arg(long, value_name = "FILE")]
+        token_file: Option<PathBuf>,
+        /// The group whose members may open the unix socket (name or gid; default: the
+        /// runner's own group).
+        #[arg(long, value_name = "GROUP")]
+        socket_group: Option<String>,
+        /// An identity that may act on every run and name any path (uid:N or token:NAME;
+        /// repeatable). root and the runner's own user always may.
+        #[arg(long = "admin", value_name = "IDENTITY")]
+        admins: Vec<String>,
+        /// A directory token callers may name paths below (repeatable).
+        #[arg(long = "client-root", value_name = "DIR")]
+        client_roots: Vec<PathBuf>,
         #[command(flatten)]
         runner: RunnerArgs,
     },
@@ -398,8 +441,25 @@ pub enum RunnerCommand {
     },
     /// List a runner's GPUs and what holds each.
     Gpus {
-        #[arg(long, default_value = "http://127.0.0.1:50551", value_name = "ADDR")]
-        runner: String,
+        #[command(flatten)]
+        remote: Remote,
+        #[command(flatten)]
+        out: JsonFlag,
+    },
+    /// A run's state on a runner (its owner's or an admin's).
+    Status {
+        run_id: String,
+        #[command(flatten)]
+        remote: Remote,
+        #[command(flatten)]
+        out: JsonFlag,
+    },
+    /// Cancel a run on a runner (its owner or an admin): its containers are killed and
+    /// removed; the same `arenactl run` resumes it.
+    Cancel {
+        run_id: String,
+        #[command(flatten)]
+        remote: Remote,
         #[command(flatten)]
         out: JsonFlag,
     },

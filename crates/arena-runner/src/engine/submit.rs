@@ -45,6 +45,15 @@ impl Engine {
             )),
             "is already running",
         )?;
+        if agent.network == arena_run::AgentNetwork::Host {
+            let warning = format!(
+                "warning: agent `{}` runs in the host's network namespace (this runner allows it: \
+                 --allow-host-network); it reaches everything the host does",
+                agent.name
+            );
+            tracing::warn!(run = %record.run_id, "{warning}");
+            events.message(EventKind::TaskQueued, None, warning);
+        }
         let prepared = async {
             arena_run::rundir::write_json(&rundir.record_path(), &record)?;
             // A restarted runner: containers of this run that a killed runner left are removed

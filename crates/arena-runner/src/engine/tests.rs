@@ -301,3 +301,65 @@ fn a_whole_run_completes_on_a_single_threaded_runtime() {
         let _ = Arc::strong_count(&f.engine);
     });
 }
+
+#[tokio::test]
+async fn a_host_network_agent_runs_only_where_allowed_and_the_run_says_so() {
+    let mut f = Fixture::new();
+    let a = f.agent("hostnet", "noop", "network = \"host\"\n");
+    let e = match f.engine.submit(f.request(&a, "refused"), None).await {
+        Err(e) => e.to_string(),
+        Ok(_) => panic!("a host-network agent ran on a runner that does not allow it"),
+    };
+    assert!(
+        e.contains("network") && e.contains("--allow-host-network"),
+        "{e}"
+    );
+    Arc::get_mut(&mut f.engine)
+        .expect("the fixture's engine is not shared")
+        .policy
+        .allow_host_network = true;
+    let (h, state) = f.run(&a, "out").await;
+    assert_eq!(state, RunState::Done);
+    let notes = messages(&h, EventKind::TaskQueued);
+    assert!(
+        notes
+            .iter()
+            .any(|m| m.starts_with("warning:") && m.contains("host's network namespace")),
+        "{notes:?}"
+    );
+    // The agents' containers got the host's network, as asked.
+    let specs = f.specs("agent");
+    assert!(!specs.is_empty());
+    assert!(specs
+        .iter()
+        .all(|s| s.config.network == arena_runtime::Network::Host));
+}
+
+#[tokio::test]
+async fn a_link_planted_in_the_run_directory_is_refused_and_nothing_is_touched_through_it() {
+    let f = Fixture::new();
+    let a = f.agent("ok", "noop", "");
+    // Someone with write access to the run directory makes a task's directory a link to a
+    // directory of the host's (which holds an `r0` of its own) before the runner gets there.
+    let victim = f.root().join("victim");
+    std::fs::create_dir_all(victim.join("r0")).unwrap();
+    std::fs::write(victim.join("r0/keep.txt"), "precious").unwrap();
+    let rd = RunDir::new(&f.root().join("out")).unwrap();
+    let task_dir = rd.item_dir(&item(0)).parent().unwrap().to_path_buf();
+    std::fs::create_dir_all(task_dir.parent().unwrap()).unwrap();
+    std::os::unix::fs::symlink(&victim, &task_dir).unwrap();
+    let e = match f.engine.submit(f.request(&a, "out"), None).await {
+        Err(e) => e.to_string(),
+        Ok(_) => panic!("a run went ahead through a planted link"),
+    };
+    assert!(
+        e.contains("a symbolic link") && e.contains("refused"),
+        "{e}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(victim.join("r0/keep.txt")).unwrap(),
+        "precious"
+    );
+    assert_eq!(std::fs::read_dir(&victim).unwrap().count(), 1);
+    assert!(f.specs("agent").is_empty(), "an agent ran");
+}

@@ -152,6 +152,9 @@ impl RunContext {
         config: ContainerConfig,
         timeout_s: u64,
     ) -> Result<RunOutcome> {
+        // Every bind source of the container lies below the item's directory: no link may
+        // have been planted on the way since the task run began.
+        self.rundir.secure_item_dir(item)?;
         let req = RunRequest {
             id: container_id(&self.record.run_id, &self.attempt, item, phase),
             image: image.clone(),
@@ -181,6 +184,7 @@ impl RunContext {
     pub async fn run_item(&self, item: &Item, gpu: &Gpu) -> Result<TaskResult> {
         let t0 = Instant::now();
         let mut timings = Timings::default();
+        self.rundir.secure_item_dir(item)?;
         let (task, rec, image, env) = self.task_image(item, gpu).await?;
         let agent_image = self.agent_image(item).await?;
         timings.image_s = Some(t0.elapsed().as_secs_f64());

@@ -15,8 +15,10 @@ use containerd_client::services::v1::{Container, CreateContainerRequest, CreateT
 use super::logs::Capture;
 use super::{lease, Containerd, RUNC, SPEC_TYPE_URL};
 use crate::boundary::{ContainerSpec, RUN_LEASE_PREFIX};
+use crate::egress;
 use crate::error::{call, Result, RuntimeError};
-use crate::spec::build_spec;
+use crate::gpu::BindMount;
+use crate::spec::{build_spec, Network};
 
 /// What exists for a container and must be removed.
 #[derive(Default)]
@@ -29,6 +31,8 @@ pub(crate) struct Created {
     pub stderr: Option<Capture>,
     /// Holds the FIFOs; removed with the container.
     pub fifo_dir: Option<tempfile::TempDir>,
+    /// Attached to the egress network (detached on delete).
+    pub egress: bool,
 }
 
 /// Runs `f` on the container's record of what exists.
@@ -49,8 +53,19 @@ pub(crate) async fn create(c: &Containerd, s: &ContainerSpec) -> Result<()> {
         ));
     }
     note(c, &s.id, |_| {});
+    let mut config = s.config.clone();
+    if matches!(config.network, Network::Egress { .. }) {
+        // The host's resolvers, as the namespace can reach them.
+        if let Some(f) = egress::resolv_conf_file()? {
+            config.binds.push(BindMount {
+                source: f,
+                destination: "/etc/resolv.conf".into(),
+                readonly: true,
+            });
+        }
+    }
     // The spec first: a config that cannot be expressed fails before anything exists.
-    let spec = build_spec(&s.config)?;
+    let spec = build_spec(&config)?;
     let spec_json = serde_json::to_vec(&spec)
         .map_err(|e| RuntimeError::invalid("runtime spec", e.to_string()))?;
     let lease = lease::create(
@@ -123,7 +138,7 @@ pub(crate) async fn create(c: &Containerd, s: &ContainerSpec) -> Result<()> {
     note(c, &s.id, |x| x.container = true);
 
     let mut tc = TasksClient::new(c.channel());
-    call(
+    let task = call(
         tc.create(c.req(
             CreateTaskRequest {
                 container_id: s.id.clone(),
@@ -139,5 +154,13 @@ pub(crate) async fn create(c: &Containerd, s: &ContainerSpec) -> Result<()> {
         &s.id,
     )?;
     note(c, &s.id, |x| x.task = true);
+    if let Network::Egress { allow } = &s.config.network {
+        // Before the process starts: it never runs without its network's rules.
+        let (id, pid, allow) = (s.id.clone(), task.pid, allow.clone());
+        tokio::task::spawn_blocking(move || egress::attach(&id, pid, &allow))
+            .await
+            .map_err(|e| RuntimeError::invalid("egress network", e.to_string()))??;
+        note(c, &s.id, |x| x.egress = true);
+    }
     Ok(())
 }

@@ -21,6 +21,7 @@ pub(crate) async fn delete(c: &Containerd, id: &str) -> Result<LogStats> {
         .unwrap_or_else(|e| e.into_inner())
         .remove(id);
     // A container this process did not create (a leftover): try every step.
+    let known_leftover = known.is_none();
     let mut created = known.unwrap_or_else(|| Created {
         lease: Some(format!("{RUN_LEASE_PREFIX}{id}")),
         snapshot: true,
@@ -38,6 +39,14 @@ pub(crate) async fn delete(c: &Containerd, id: &str) -> Result<LogStats> {
     };
     if created.task {
         keep(delete_task(c, id).await);
+    }
+    if created.egress || known_leftover {
+        let id2 = id.to_string();
+        keep(
+            tokio::task::spawn_blocking(move || crate::egress::detach(&id2))
+                .await
+                .unwrap_or(Ok(())),
+        );
     }
     if created.container {
         keep(delete_container(c, id).await);

@@ -79,7 +79,25 @@ pub(crate) async fn remove(c: &Containerd, found: &Leftovers) -> Result<()> {
     };
     for id in &found.containers {
         delete_task(c, id).await?;
+        let id2 = id.clone();
+        tokio::task::spawn_blocking(move || crate::egress::detach(&id2))
+            .await
+            .unwrap_or(Ok(()))?;
         skip_absent(delete_container(c, id).await)?;
+    }
+    // Addresses held on the egress network by containers containerd no longer has (a runner
+    // killed between the two).
+    let live = leftovers(c).await?.containers;
+    let stale: Vec<String> = tokio::task::spawn_blocking(crate::egress::attached)
+        .await
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|id| !live.contains(id))
+        .collect();
+    for id in stale {
+        tokio::task::spawn_blocking(move || crate::egress::detach(&id))
+            .await
+            .unwrap_or(Ok(()))?;
     }
     for key in &found.snapshots {
         skip_absent(remove_snapshot(c, key).await)?;

@@ -1,5 +1,6 @@
 pub mod bundle;
 pub mod containerd;
+pub mod endpoint;
 pub mod image;
 pub mod run;
 pub mod runner;

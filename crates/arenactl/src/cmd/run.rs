@@ -8,7 +8,6 @@ use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-use arena_proto::v1::runner_client::RunnerClient;
 use arena_proto::v1::{
     CancelRunRequest, EvaluateUnseenRequest, EventKind, GetRunRequest, RunEvent, RunState,
     SubmitRunRequest, SubmitRunResponse, WatchRunRequest,
@@ -16,8 +15,8 @@ use arena_proto::v1::{
 use arena_report::{Report, ResultSet};
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 use tokio_stream::StreamExt;
-use tonic::transport::Channel;
 
+use super::endpoint::{self, Client};
 use super::runner::local_engine;
 use super::{print_json, runtime, Outcome};
 use crate::cli::RunArgs;
@@ -47,44 +46,46 @@ pub fn run(args: RunArgs) -> anyhow::Result<Outcome> {
     runtime()?.block_on(run_async(args))
 }
 
-/// A client of the runner at `runner`, or of one served in-process on a loopback port only
-/// this process knows (the single-machine default; the server lives as long as the handle).
+/// What keeps an in-process runner serving: its task and its socket's private directory.
+type Served = Option<(tokio::task::JoinHandle<()>, tempfile::TempDir)>;
+
+/// A client of the runner at `runner`, or of one served in-process on a socket in a private
+/// directory (the single-machine default; it serves as long as the second value lives).
 async fn connect(
     runner: &Option<String>,
+    token_file: &Option<PathBuf>,
     local: &crate::cli::RunnerArgs,
-) -> anyhow::Result<(RunnerClient<Channel>, Option<tokio::task::JoinHandle<()>>)> {
-    let (addr, server) = match runner {
-        Some(a) => (a.clone(), None),
+) -> anyhow::Result<(Client, Served)> {
+    match runner {
+        Some(a) => Ok((
+            endpoint::client(a, endpoint::token_file(token_file).as_deref()).await?,
+            None,
+        )),
         None => {
             // The directory `arenactl run` is started in holds the agent files it is given
             // (ci/agents mounts ci/solutions): agents may mount from below it.
             let cwd = std::env::current_dir()?;
             let engine = local_engine(local, std::slice::from_ref(&cwd)).await?;
-            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-            let addr = listener.local_addr()?;
-            let svc = arena_runner::RunnerService::new(engine).into_server();
-            let server = tokio::spawn(async move {
-                let _ = tonic::transport::Server::builder()
-                    .add_service(svc)
-                    .serve_with_incoming(tokio_stream::wrappers::TcpListenerStream::new(listener))
-                    .await;
-            });
-            (format!("http://{addr}"), Some(server))
+            let (client, server, dir) = endpoint::in_process(engine).await?;
+            Ok((client, Some((server, dir))))
         }
-    };
-    let client = RunnerClient::connect(addr.clone())
-        .await
-        .with_context(|| format!("connecting to the runner at {addr}"))?;
-    Ok((client, server))
+    }
 }
 
-/// A path as the runner should read it: absolute for a local runner; as given for a remote
-/// one, which resolves it on its own machine.
-fn runner_path(local: bool, p: &Path) -> String {
-    if local {
-        absolute(p).display().to_string()
-    } else {
-        p.display().to_string()
+/// A path as the runner should read it: absolute, resolved here, for a runner on this machine
+/// (in-process or on a unix socket); for a runner over TCP, which reads paths on its own
+/// machine, it must be absolute already.
+fn runner_path(runner: &Option<String>, p: &Path) -> anyhow::Result<String> {
+    match runner {
+        Some(r) if !r.starts_with("unix:") => {
+            anyhow::ensure!(
+                p.is_absolute(),
+                "{}: a runner over TCP reads paths on its own machine: give an absolute one",
+                p.display()
+            );
+            Ok(p.display().to_string())
+        }
+        _ => Ok(absolute(p).display().to_string()),
     }
 }
 
@@ -93,23 +94,28 @@ async fn run_async(args: RunArgs) -> anyhow::Result<Outcome> {
         args.bundle.is_none(),
         "--bundle is for --backend slurm (jobs filling node-local stores); locally, `arenactl bundle import` it first"
     );
-    let (mut client, _server) = connect(&args.runner, &args.local).await?;
-    let local = args.runner.is_none();
-    let path = |p: &Path| runner_path(local, p);
-    let agent = if local && Path::new(&args.agent).is_file() {
-        path(Path::new(&args.agent))
+    let (mut client, _server) = connect(&args.runner, &args.token_file, &args.local).await?;
+    let path = |p: &Path| runner_path(&args.runner, p);
+    // An agent file given by path (a name is looked up in the runner's agents directory).
+    let agent = if Path::new(&args.agent).is_file() || args.agent.contains('/') {
+        path(Path::new(&args.agent))?
     } else {
         args.agent.clone()
     };
     let out = args.out.clone().unwrap_or_else(|| default_out(&args));
     let submitted = client
         .submit_run(SubmitRunRequest {
-            image_lock: path(&args.image_lock),
+            image_lock: path(&args.image_lock)?,
             tasks: args.tasks.clone(),
             agent,
             runs: args.runs,
-            run_dir: path(&out),
-            hidden_set: args.unseen.as_deref().map(path).unwrap_or_default(),
+            run_dir: path(&out)?,
+            hidden_set: args
+                .unseen
+                .as_deref()
+                .map(path)
+                .transpose()?
+                .unwrap_or_default(),
             memory_bytes: args.memory.unwrap_or(0),
         })
         .await
@@ -121,12 +127,11 @@ async fn run_async(args: RunArgs) -> anyhow::Result<Outcome> {
 /// `arenactl unseen eval RUN_DIR --unseen HIDDEN_DIR`.
 pub fn unseen_eval(args: crate::cli::UnseenEvalArgs) -> anyhow::Result<Outcome> {
     runtime()?.block_on(async move {
-        let (mut client, _server) = connect(&args.runner, &args.local).await?;
-        let local = args.runner.is_none();
+        let (mut client, _server) = connect(&args.runner, &args.token_file, &args.local).await?;
         let submitted = client
             .evaluate_unseen(EvaluateUnseenRequest {
-                run_dir: runner_path(local, &args.run_dir),
-                hidden_set: runner_path(local, &args.unseen),
+                run_dir: runner_path(&args.runner, &args.run_dir)?,
+                hidden_set: runner_path(&args.runner, &args.unseen)?,
             })
             .await
             .map_err(|s| anyhow::anyhow!("{}", s.message()))?
@@ -145,7 +150,7 @@ pub fn unseen_eval(args: crate::cli::UnseenEvalArgs) -> anyhow::Result<Outcome> 
 /// Follows a submitted run's events with progress bars (Ctrl-C cancels it), then prints the
 /// aggregate table (or the JSON report) from its results.
 async fn follow(
-    mut client: RunnerClient<Channel>,
+    mut client: Client,
     submitted: SubmitRunResponse,
     out: &Path,
     json: bool,
@@ -254,7 +259,7 @@ pub(super) fn print_outcome(
     })
 }
 
-async fn cancel(client: &mut RunnerClient<Channel>, run_id: &str) -> anyhow::Result<()> {
+async fn cancel(client: &mut Client, run_id: &str) -> anyhow::Result<()> {
     client
         .cancel_run(CancelRunRequest {
             run_id: run_id.to_string(),
@@ -291,6 +296,8 @@ pub(super) fn describe(ev: &RunEvent) -> Option<String> {
         }
     };
     Some(match k {
+        // A run-level notice (a warning about the run as a whole).
+        EventKind::TaskQueued if ev.task_id.is_empty() => ev.message.clone(),
         EventKind::TaskQueued => format!("queued{}", detail(&ev.message)),
         EventKind::TaskResumed => ev.message.clone(),
         EventKind::JobState => format!("slurm {}", ev.message),

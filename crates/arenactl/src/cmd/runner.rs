@@ -3,13 +3,13 @@
 
 use std::sync::Arc;
 
-use arena_proto::v1::runner_client::RunnerClient;
-use arena_proto::v1::ListGpusRequest;
+use arena_proto::v1::{CancelRunRequest, GetRunRequest, ListGpusRequest, RunState, RunStatus};
 use arena_run::events::Events;
 use arena_run::Item;
-use arena_runner::{Engine, ExecRequest, Policy, Resources, RunnerError, RunnerService};
+use arena_runner::{Engine, ExecRequest, Policy, Resources, RunnerError};
 
 use super::containerd::connect;
+use super::endpoint;
 use super::{print_json, runtime, Outcome};
 use crate::cli::{RunnerArgs, RunnerCommand};
 
@@ -18,6 +18,17 @@ use crate::cli::{RunnerArgs, RunnerCommand};
 pub async fn local_engine(
     args: &RunnerArgs,
     extra_roots: &[std::path::PathBuf],
+) -> anyhow::Result<Arc<Engine>> {
+    local_engine_for(args, extra_roots, Vec::new(), &[]).await
+}
+
+/// As [`local_engine`], serving callers: `admins` act on every run, token callers name paths
+/// below `client_roots`.
+pub async fn local_engine_for(
+    args: &RunnerArgs,
+    extra_roots: &[std::path::PathBuf],
+    admins: Vec<String>,
+    client_roots: &[std::path::PathBuf],
 ) -> anyhow::Result<Arc<Engine>> {
     let gpus = arena_runner::parse_gpus(&args.gpus)?;
     let visible = [
@@ -36,7 +47,8 @@ pub async fn local_engine(
     let store = args.store.store()?;
     let mut roots = args.agent_mount_roots.clone();
     roots.extend(extra_roots.iter().cloned());
-    let policy = Policy::new(args.allow_host_network, &roots, Vec::new())?;
+    let policy =
+        Policy::new(args.allow_host_network, &roots, admins)?.with_client_roots(client_roots)?;
     let resources = Resources::for_host(gpus.len(), args.cpus_per_gpu, args.workspace_size);
     Ok(Arc::new(
         Engine::new(
@@ -52,21 +64,39 @@ pub async fn local_engine(
 
 pub fn run(cmd: RunnerCommand) -> anyhow::Result<Outcome> {
     match cmd {
-        RunnerCommand::Serve { listen, runner } => runtime()?.block_on(async {
-            let engine = local_engine(&runner, &[]).await?;
+        RunnerCommand::Serve {
+            listen,
+            token_file,
+            socket_group,
+            admins,
+            client_roots,
+            runner,
+        } => runtime()?.block_on(async {
+            let tokens = token_file
+                .as_deref()
+                .map(arena_runner::Tokens::load)
+                .transpose()?;
+            let group = socket_group.as_deref().map(group_id).transpose()?;
+            // root and the runner's own user act on every run; so do the named admins.
+            let mut all = vec!["uid:0".to_string(), arena_runner::auth::uid_identity(own_uid())];
+            all.extend(admins);
+            all.dedup();
+            let engine = local_engine_for(&runner, &[], all, &client_roots).await?;
             let gpus: Vec<String> = engine
                 .pool
                 .gpus()
                 .iter()
                 .map(|g| format!("{}:{}", g.index, g.kind))
                 .collect();
-            eprintln!("arena runner on {listen}, GPUs [{}]", gpus.join(", "));
-            tonic::transport::Server::builder()
-                .add_service(RunnerService::new(engine).into_server())
-                .serve_with_shutdown(listen, async {
-                    let _ = tokio::signal::ctrl_c().await;
-                })
-                .await?;
+            let shown = match &listen {
+                endpoint::Listen::Unix(p) => format!("unix:{}", p.display()),
+                endpoint::Listen::Tcp(a) => format!("{a} (bearer tokens)"),
+            };
+            eprintln!("arena runner on {shown}, GPUs [{}]", gpus.join(", "));
+            endpoint::serve(engine, &listen, tokens, group, async {
+                let _ = tokio::signal::ctrl_c().await;
+            })
+            .await?;
             Ok(Outcome::Ok)
         }),
         RunnerCommand::Exec {
@@ -133,8 +163,8 @@ pub fn run(cmd: RunnerCommand) -> anyhow::Result<Outcome> {
                 Err(e) => Err(e.into()),
             }
         }),
-        RunnerCommand::Gpus { runner, out } => runtime()?.block_on(async {
-            let mut client = RunnerClient::connect(runner.clone()).await?;
+        RunnerCommand::Gpus { remote, out } => runtime()?.block_on(async {
+            let mut client = remote_client(&remote).await?;
             let gpus = client.list_gpus(ListGpusRequest {}).await?.into_inner().gpus;
             if out.json {
                 let v: Vec<_> = gpus
@@ -150,5 +180,76 @@ pub fn run(cmd: RunnerCommand) -> anyhow::Result<Outcome> {
             }
             Ok(Outcome::Ok)
         }),
+        RunnerCommand::Status { run_id, remote, out } => runtime()?.block_on(async {
+            let mut client = remote_client(&remote).await?;
+            let s = client
+                .get_run(GetRunRequest { run_id })
+                .await?
+                .into_inner();
+            show_status(&s, out.json)
+        }),
+        RunnerCommand::Cancel { run_id, remote, out } => runtime()?.block_on(async {
+            let mut client = remote_client(&remote).await?;
+            let s = client
+                .cancel_run(CancelRunRequest { run_id })
+                .await?
+                .into_inner();
+            show_status(&s, out.json)
+        }),
     }
+}
+
+async fn remote_client(r: &crate::cli::Remote) -> anyhow::Result<endpoint::Client> {
+    endpoint::client(&r.runner, endpoint::token_file(&r.token_file).as_deref()).await
+}
+
+fn show_status(s: &RunStatus, json: bool) -> anyhow::Result<Outcome> {
+    let state = RunState::try_from(s.state)
+        .map(|st| st.as_str_name().to_ascii_lowercase())
+        .unwrap_or_else(|_| s.state.to_string());
+    if json {
+        print_json(&serde_json::json!({
+            "run_id": s.run_id, "state": state, "run_dir": s.run_dir, "total": s.total,
+            "finished": s.finished, "errors": s.errors, "error": s.error,
+        }))?;
+    } else {
+        println!(
+            "{} {state}: {}/{} task runs finished, {} errors{}  ({})",
+            s.run_id,
+            s.finished,
+            s.total,
+            s.errors,
+            if s.error.is_empty() {
+                String::new()
+            } else {
+                format!(": {}", s.error)
+            },
+            s.run_dir
+        );
+    }
+    Ok(Outcome::Ok)
+}
+
+/// The runner's own (effective) user id.
+fn own_uid() -> u32 {
+    use std::os::unix::fs::MetadataExt;
+    // The owner of a file this process creates is its effective uid: no libc call needed.
+    std::fs::metadata("/proc/self")
+        .map(|m| m.uid())
+        .unwrap_or(0)
+}
+
+/// A group given by name (from /etc/group) or number.
+fn group_id(g: &str) -> anyhow::Result<u32> {
+    if let Ok(n) = g.parse() {
+        return Ok(n);
+    }
+    let groups = std::fs::read_to_string("/etc/group")?;
+    groups
+        .lines()
+        .find_map(|l| {
+            let mut f = l.split(':');
+            (f.next() == Some(g)).then(|| f.nth(1).and_then(|id| id.parse().ok()))?
+        })
+        .ok_or_else(|| anyhow::anyhow!("--socket-group {g}: no such group in /etc/group"))
 }

@@ -1,0 +1,228 @@
+//! Where a runner listens and how a client reaches it. By default a runner listens on a unix
+//! socket only its owner and group may open (the kernel names each caller); a TCP listener
+//! needs a token file (each caller presents a bearer token), and the runner refuses to start
+//! without one. `arenactl run` without `--runner` serves its in-process runner on a socket in
+//! a private directory of its own.
+
+use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::{bail, Context};
+use arena_proto::v1::runner_client::RunnerClient;
+use arena_runner::{Authenticator, Engine, RunnerService, Tokens};
+use tonic::metadata::MetadataValue;
+use tonic::service::interceptor::InterceptedService;
+use tonic::transport::{Channel, Endpoint};
+
+/// Where a runner listens.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Listen {
+    Unix(PathBuf),
+    Tcp(std::net::SocketAddr),
+}
+
+impl std::str::FromStr for Listen {
+    type Err = String;
+
+    /// `unix:PATH`, or `HOST:PORT` / `tcp://HOST:PORT`.
+    fn from_str(s: &str) -> Result<Listen, String> {
+        if let Some(p) = s.strip_prefix("unix:") {
+            let p = Path::new(p.trim_start_matches("//"));
+            if !p.is_absolute() {
+                return Err(format!(
+                    "{s}: a socket path is absolute (unix:/run/arena/runner.sock)"
+                ));
+            }
+            return Ok(Listen::Unix(p.to_path_buf()));
+        }
+        let a = s.strip_prefix("tcp://").unwrap_or(s);
+        a.parse()
+            .map(Listen::Tcp)
+            .map_err(|_| format!("{s}: expected unix:PATH or HOST:PORT"))
+    }
+}
+
+/// Adds the caller's bearer token (if any) to every request.
+#[derive(Clone)]
+pub struct Bearer(Option<MetadataValue<tonic::metadata::Ascii>>);
+
+impl tonic::service::Interceptor for Bearer {
+    fn call(&mut self, mut req: tonic::Request<()>) -> Result<tonic::Request<()>, tonic::Status> {
+        if let Some(v) = &self.0 {
+            req.metadata_mut().insert("authorization", v.clone());
+        }
+        Ok(req)
+    }
+}
+
+pub type Client = RunnerClient<InterceptedService<Channel, Bearer>>;
+
+/// The token file of a client: the flag, else `ARENA_RUNNER_TOKEN_FILE`.
+pub fn token_file(flag: &Option<PathBuf>) -> Option<PathBuf> {
+    flag.clone()
+        .or_else(|| std::env::var_os("ARENA_RUNNER_TOKEN_FILE").map(PathBuf::from))
+}
+
+/// A client of the runner at `addr`: `unix:PATH`, or `http://HOST:PORT` with the token in
+/// `token_file`.
+pub async fn client(addr: &str, token_file: Option<&Path>) -> anyhow::Result<Client> {
+    let bearer =
+        match token_file {
+            Some(f) => {
+                let t = std::fs::read_to_string(f)
+                    .with_context(|| format!("reading the token file {}", f.display()))?;
+                let t = t.trim();
+                if t.is_empty() || t.contains(char::is_whitespace) {
+                    bail!("{}: expected one token and nothing else", f.display());
+                }
+                Some(format!("Bearer {t}").parse().with_context(|| {
+                    format!("{}: the token is not printable ASCII", f.display())
+                })?)
+            }
+            None => None,
+        };
+    let channel = if let Some(path) = addr.strip_prefix("unix:") {
+        let path = PathBuf::from(path.trim_start_matches("//"));
+        // The URI is a placeholder: every connection goes to the socket.
+        Endpoint::try_from("http://runner.invalid")?
+            .connect_with_connector(tower::service_fn(move |_| {
+                let path = path.clone();
+                async move {
+                    let s = tokio::net::UnixStream::connect(&path).await?;
+                    Ok::<_, std::io::Error>(hyper_util::rt::TokioIo::new(s))
+                }
+            }))
+            .await
+    } else {
+        if bearer.is_none() {
+            bail!(
+                "{addr}: a runner over TCP needs a bearer token: --token-file FILE (or \
+                 ARENA_RUNNER_TOKEN_FILE); a runner on this machine: --runner unix:PATH"
+            );
+        }
+        Endpoint::try_from(addr.to_string())?.connect().await
+    }
+    .with_context(|| format!("connecting to the runner at {addr}"))?;
+    Ok(RunnerClient::with_interceptor(channel, Bearer(bearer)))
+}
+
+/// Binds a unix socket at `path`, readable and writable by its owner and `group` only (a
+/// stale socket is replaced; anything else there is refused).
+pub fn bind_unix(path: &Path, group: Option<u32>) -> anyhow::Result<tokio::net::UnixListener> {
+    if let Ok(meta) = std::fs::symlink_metadata(path) {
+        if !meta.file_type().is_socket() {
+            bail!("{}: exists and is not a socket", path.display());
+        }
+        if std::os::unix::net::UnixStream::connect(path).is_ok() {
+            bail!("{}: a runner already listens there", path.display());
+        }
+        std::fs::remove_file(path).with_context(|| format!("removing {}", path.display()))?;
+    }
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    }
+    let listener = tokio::net::UnixListener::bind(path)
+        .with_context(|| format!("binding {}", path.display()))?;
+    if let Some(g) = group {
+        std::os::unix::fs::chown(path, None, Some(g))
+            .with_context(|| format!("giving {} to group {g}", path.display()))?;
+    }
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o660))
+        .with_context(|| format!("chmod 660 {}", path.display()))?;
+    Ok(listener)
+}
+
+/// Serves `engine` on `listen` until `shutdown` resolves.
+pub async fn serve(
+    engine: Arc<Engine>,
+    listen: &Listen,
+    tokens: Option<Tokens>,
+    group: Option<u32>,
+    shutdown: impl std::future::Future<Output = ()>,
+) -> anyhow::Result<()> {
+    let svc = RunnerService::new(engine);
+    match listen {
+        Listen::Unix(path) => {
+            let listener = bind_unix(path, group)?;
+            let auth = Authenticator::new(tokens);
+            tonic::transport::Server::builder()
+                .add_service(svc.into_server(auth))
+                .serve_with_incoming_shutdown(
+                    tokio_stream::wrappers::UnixListenerStream::new(listener),
+                    shutdown,
+                )
+                .await?;
+            let _ = std::fs::remove_file(path);
+        }
+        Listen::Tcp(addr) => {
+            let Some(tokens) = tokens else {
+                bail!(
+                    "--listen {addr}: a TCP listener needs --token-file FILE (one `NAME TOKEN` \
+                     per line, mode 600); without one, listen on a unix socket"
+                );
+            };
+            tonic::transport::Server::builder()
+                .add_service(svc.into_server(Authenticator::new(Some(tokens))))
+                .serve_with_shutdown(*addr, shutdown)
+                .await?;
+        }
+    }
+    Ok(())
+}
+
+/// The in-process runner of `arenactl run`: served on a socket in a new directory only this
+/// user may enter, for as long as the returned guard lives.
+pub async fn in_process(
+    engine: Arc<Engine>,
+) -> anyhow::Result<(Client, tokio::task::JoinHandle<()>, tempfile::TempDir)> {
+    let dir = tempfile::Builder::new().prefix("arena-runner-").tempdir()?;
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700))?;
+    let path = dir.path().join("runner.sock");
+    let listener = bind_unix(&path, None)?;
+    let svc = RunnerService::new(engine).into_server(Authenticator::new(None));
+    let server = tokio::spawn(async move {
+        let _ = tonic::transport::Server::builder()
+            .add_service(svc)
+            .serve_with_incoming(tokio_stream::wrappers::UnixListenerStream::new(listener))
+            .await;
+    });
+    let c = client(&format!("unix:{}", path.display()), None).await?;
+    Ok((c, server, dir))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn listen_addresses() {
+        assert_eq!(
+            "unix:/run/arena/runner.sock".parse::<Listen>().unwrap(),
+            Listen::Unix("/run/arena/runner.sock".into())
+        );
+        assert_eq!(
+            "unix:///tmp/r.sock".parse::<Listen>().unwrap(),
+            Listen::Unix("/tmp/r.sock".into())
+        );
+        assert_eq!(
+            "127.0.0.1:50551".parse::<Listen>().unwrap(),
+            Listen::Tcp("127.0.0.1:50551".parse().unwrap())
+        );
+        assert_eq!(
+            "tcp://[::1]:1".parse::<Listen>().unwrap(),
+            Listen::Tcp("[::1]:1".parse().unwrap())
+        );
+        assert!("unix:relative.sock".parse::<Listen>().is_err());
+        assert!("localhost".parse::<Listen>().is_err());
+    }
+
+    #[test]
+    fn a_socket_path_holding_something_else_is_refused() {
+        let d = tempfile::tempdir().unwrap();
+        let f = d.path().join("file");
+        std::fs::write(&f, "x").unwrap();
+        let e = bind_unix(&f, None).unwrap_err().to_string();
+        assert!(e.contains("not a socket"), "{e}");
+    }
+}

@@ -1,0 +1,208 @@
+//! Agents' networks end to end: an agent in each network mode tries a test host that this
+//! test runs in a network namespace of its own (reachable only with `egress`), services on the
+//! host's loopback and on the host's addresses, the runner's and containerd's sockets (never
+//! reachable). Traffic goes only to loopback and to the test's own namespace. Needs root,
+//! containerd, runc, iproute2, nftables, iptables and containernetworking-plugins.
+
+mod common;
+
+use std::net::TcpListener;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+
+use common::daemon::*;
+use serde_json::Value;
+
+const PREFIX_SUM: &str = "python2python/arena/prefix_sum";
+
+/// A host in a network namespace of the test's own: a veth pair from the host (10.199.N.1) to
+/// the namespace (10.199.N.2), where a TCP server answers on port 8088.
+struct TestHost {
+    ns: String,
+    subnet: u32,
+    server: Child,
+}
+
+fn ip(args: &[&str]) {
+    let o = Command::new("ip").args(args).output().unwrap();
+    assert!(
+        o.status.success(),
+        "ip {}: {}",
+        args.join(" "),
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+impl TestHost {
+    fn start() -> TestHost {
+        let n = std::process::id() % 200 + 20;
+        let ns = format!("arena-t{n}");
+        let (h, c) = (format!("arth{n}"), format!("artc{n}"));
+        let _ = Command::new("ip").args(["netns", "del", &ns]).status();
+        ip(&["netns", "add", &ns]);
+        ip(&["link", "add", &h, "type", "veth", "peer", "name", &c]);
+        ip(&["link", "set", &c, "netns", &ns]);
+        ip(&["addr", "add", &format!("10.199.{n}.1/24"), "dev", &h]);
+        ip(&["link", "set", &h, "up"]);
+        let inside = |args: &[&str]| {
+            let mut a = vec!["netns", "exec", ns.as_str(), "ip"];
+            a.extend(args);
+            ip(&a);
+        };
+        inside(&["addr", "add", &format!("10.199.{n}.2/24"), "dev", &c]);
+        inside(&["link", "set", &c, "up"]);
+        inside(&["link", "set", "lo", "up"]);
+        inside(&["route", "add", "default", "via", &format!("10.199.{n}.1")]);
+        let server = Command::new("ip")
+            .args(["netns", "exec", &ns, "python3", "-c"])
+            .arg(format!(
+                "import socket\ns = socket.socket()\ns.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n\
+                 s.bind(('10.199.{n}.2', 8088))\ns.listen()\nwhile True:\n    c, _ = s.accept()\n    \
+                 c.sendall(b'hello from the test host')\n    c.close()\n"
+            ))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        TestHost {
+            ns,
+            subnet: n,
+            server,
+        }
+    }
+}
+
+impl Drop for TestHost {
+    fn drop(&mut self) {
+        let _ = self.server.kill();
+        let _ = self.server.wait();
+        // The veth pair goes with the namespace.
+        let _ = Command::new("ip").args(["netns", "del", &self.ns]).status();
+    }
+}
+
+/// An agent that tries every target and writes what happened to /workspace/net.json.
+fn agent(dir: &Path, name: &str, network: &str, allow: &[String], targets: &Value) -> String {
+    let script = format!(
+        r#"import json, socket
+targets = json.loads({targets:?})
+gw = None
+for line in open("/proc/net/route").read().splitlines()[1:]:
+    f = line.split()
+    if f[1] == "00000000":
+        gw = socket.inet_ntoa(bytes.fromhex(f[2])[::-1])
+out = {{}}
+for name, t in targets.items():
+    try:
+        if "unix" in t:
+            s = socket.socket(socket.AF_UNIX)
+            s.settimeout(3)
+            s.connect(t["unix"])
+        else:
+            host = gw if t["host"] == "gateway" else t["host"]
+            if host is None:
+                raise OSError("no route to the host")
+            s = socket.create_connection((host, t["port"]), timeout=3)
+        out[name] = "open"
+        s.close()
+    except Exception as e:
+        out[name] = type(e).__name__ + ": " + str(e)
+json.dump(out, open("/workspace/net.json", "w"))
+"#,
+        targets = targets.to_string()
+    );
+    let allow = if allow.is_empty() {
+        String::new()
+    } else {
+        format!("allow_hosts = {allow:?}\n")
+    };
+    let file = dir.join(format!("{name}.toml"));
+    std::fs::write(
+        &file,
+        format!(
+            "name = \"{name}\"\nimage = \"task\"\ncommand = [\"python3\", \"-c\", {script:?}]\n\
+             network = \"{network}\"\n{allow}timeout_s = 120\n"
+        ),
+    )
+    .unwrap();
+    file.display().to_string()
+}
+
+fn outcome(out: &Path) -> Value {
+    let p = out
+        .join("tasks")
+        .join(PREFIX_SUM.replace('/', "__"))
+        .join("r0/workspace.kept/net.json");
+    serde_json::from_slice(&std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display())))
+        .unwrap()
+}
+
+#[test]
+fn agents_reach_the_outside_through_egress_and_nothing_of_the_host() {
+    let d = Daemon::start();
+    let tmp = d.dir.path();
+    let host = TestHost::start();
+    let n = host.subnet;
+    // Services on the host: one on its loopback, one on every address.
+    let lo = TcpListener::bind("127.0.0.1:0").unwrap();
+    let any = TcpListener::bind("0.0.0.0:0").unwrap();
+    let (lo_port, any_port) = (
+        lo.local_addr().unwrap().port(),
+        any.local_addr().unwrap().port(),
+    );
+    let targets = serde_json::json!({
+        "test_host": {"host": format!("10.199.{n}.2"), "port": 8088},
+        "host_loopback": {"host": "127.0.0.1", "port": lo_port},
+        "host_gateway": {"host": "gateway", "port": any_port},
+        "host_address": {"host": format!("10.199.{n}.1"), "port": any_port},
+        "containerd_socket": {"unix": d.socket.clone()},
+        "default_containerd_socket": {"unix": "/run/containerd/containerd.sock"},
+        "runner_socket": {"unix": "/run/arena/runner.sock"},
+    });
+    let never = [
+        "host_loopback",
+        "host_gateway",
+        "host_address",
+        "containerd_socket",
+        "default_containerd_socket",
+        "runner_socket",
+    ];
+
+    let runs = [
+        ("egress", vec![], true),
+        ("none", vec![], false),
+        // An allowlist that names another address: the test host is refused too.
+        ("egress", vec![format!("10.199.{n}.3")], false),
+    ];
+    for (i, (network, allow, reaches)) in runs.into_iter().enumerate() {
+        let name = format!("net-{network}-{i}");
+        let file = agent(tmp, &name, network, &allow, &targets);
+        let out = tmp.join(&name);
+        d.run_on(&file, &[PREFIX_SUM], &out, &[]);
+        let got = outcome(&out);
+        eprintln!("{name}: {got}");
+        assert_eq!(
+            got["test_host"] == "open",
+            reaches,
+            "{name}: the test host: {got}"
+        );
+        for t in never {
+            assert_ne!(got[t], "open", "{name}: {t} was reachable: {got}");
+        }
+    }
+    assert!(empty(&d.leftovers()));
+    // Nothing of the egress network is left: addresses, allowlist rules.
+    let leases = std::fs::read_dir("/run/arena/cni/arena-egress")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("10."))
+        .count();
+    assert_eq!(leases, 0, "egress addresses left held");
+    let rules = Command::new("nft")
+        .args(["list", "chain", "inet", "arena_egress", "forward"])
+        .output()
+        .unwrap();
+    assert!(!String::from_utf8_lossy(&rules.stdout).contains("arena:"));
+    drop((lo, any));
+}
