@@ -5,4 +5,4 @@ cd "$(dirname "$0")/.."
 bash ci/setup.sh
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --locked -q -- -D warnings
-cargo test --workspace --locked
+cargo test --workspace --locked --no-fail-fast

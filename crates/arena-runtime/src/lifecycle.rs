@@ -97,9 +97,12 @@ fn unix_now() -> u64 {
 /// future is dropped, the container is still killed (on cancel or timeout) and torn down.
 pub async fn run_container(rt: &Arc<dyn ContainerRuntime>, req: RunRequest) -> Result<RunOutcome> {
     let rt = rt.clone();
-    tokio::spawn(async move { lifecycle(rt.as_ref(), req).await })
-        .await
-        .map_err(|e| RuntimeError::invalid("container lifecycle", e.to_string()))?
+    tokio::spawn(tracing::Instrument::instrument(
+        async move { lifecycle(rt.as_ref(), req).await },
+        tracing::Span::current(),
+    ))
+    .await
+    .map_err(|e| RuntimeError::invalid("container lifecycle", e.to_string()))?
 }
 
 enum Ending {
@@ -134,6 +137,7 @@ async fn lifecycle(rt: &dyn ContainerRuntime, req: RunRequest) -> Result<RunOutc
     let t_teardown = Instant::now();
     let logs = rt.delete(&req.id).await;
     let teardown_s = t_teardown.elapsed().as_secs_f64();
+    tracing::debug!(teardown_s, "container deleted");
     let (ending, create_s, start_s, run_s) = result?;
     let logs = logs?;
     let (exit_code, timed_out, cancelled) = match ending {
@@ -169,9 +173,15 @@ async fn start_and_wait(
 ) -> Result<(Ending, f64, f64, f64)> {
     rt.create(spec).await?;
     let create_s = t0.elapsed().as_secs_f64();
+    tracing::debug!(create_s, network = ?spec.config.network, "container created");
     let t_start = Instant::now();
     rt.start(&req.id).await?;
     let start_s = t_start.elapsed().as_secs_f64();
+    tracing::debug!(
+        start_s,
+        timeout_s = req.timeout.as_secs(),
+        "container started"
+    );
     let t_run = Instant::now();
     let cancelled = async {
         match req.cancel.clone() {
@@ -193,6 +203,10 @@ async fn start_and_wait(
         _ = cancelled => Ending::Cancelled,
     };
     if !matches!(ending, Ending::Exited(_)) {
+        tracing::info!(
+            timed_out = matches!(ending, Ending::TimedOut),
+            "killing the container"
+        );
         rt.kill(&req.id, 9).await?;
         let _ = tokio::time::timeout(KILL_GRACE, rt.wait(&req.id)).await;
     }

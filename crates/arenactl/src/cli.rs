@@ -12,8 +12,18 @@ use clap::{Args, Parser, Subcommand};
     about = "Benchmark AI coding agents on GPU-kernel optimization"
 )]
 pub struct Cli {
+    /// Logs on stderr (levels from ARENA_LOG, e.g. `info` or `arena_runner=debug`): `text`,
+    /// or `json`, one object per line with the run → task → container spans of each event.
+    #[arg(long, global = true, value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
     #[command(subcommand)]
     pub command: Command,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    Text,
+    Json,
 }
 
 #[derive(Debug, Subcommand)]

@@ -13,14 +13,25 @@ use cli::{Cli, Command};
 use cmd::Outcome;
 
 fn main() -> ExitCode {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("ARENA_LOG")
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
-        )
-        .with_writer(std::io::stderr)
-        .init();
     let cli = Cli::parse();
+    // Text logs default to warnings; JSON logs are for machines, which want the lifecycle.
+    let default = match cli.log_format {
+        cli::LogFormat::Text => "warn",
+        cli::LogFormat::Json => "info",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_env("ARENA_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    let logs = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    match cli.log_format {
+        cli::LogFormat::Text => logs.init(),
+        cli::LogFormat::Json => logs
+            .json()
+            .with_current_span(true)
+            .with_span_list(true)
+            .init(),
+    }
     let result = match cli.command {
         Command::Task(t) => cmd::task::run(t),
         Command::Score(s) => cmd::score::run(s),

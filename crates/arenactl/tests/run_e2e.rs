@@ -19,8 +19,30 @@ fn three_scripted_agents_and_drift_refusal() {
     let d = Daemon::start();
     let tmp = d.dir.path();
 
-    // An agent that truly optimizes: faster and still correct.
-    let report = d.run("ci/agents/optimize.toml", &tmp.join("optimize"));
+    // An agent that truly optimizes: faster and still correct (with JSON logs: each event
+    // carries its run → task → container spans).
+    let o = arenactl()
+        .args(d.run_args_all("ci/agents/optimize.toml", &tmp.join("optimize")))
+        .args(["--json", "--log-format", "json"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", show(&o));
+    let report: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let ended: Vec<Value> = String::from_utf8_lossy(&o.stderr)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|l| l["fields"]["message"] == "container ended")
+        .collect();
+    assert_eq!(ended.len(), 9, "3 containers of 3 task runs");
+    for l in &ended {
+        let names: Vec<&str> = l["spans"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, ["run", "task", "container"], "{l}");
+    }
     assert_eq!(report["state"], "done");
     let tasks = report["report"]["tasks"].as_array().unwrap();
     assert_eq!(tasks.len(), 3);

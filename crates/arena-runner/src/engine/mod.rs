@@ -22,6 +22,7 @@ use arena_run::{Agent, HiddenSet, Item, RunDir, RunRecord};
 use arena_runtime::ContainerRuntime;
 use arena_task::Task;
 use tokio::sync::watch;
+use tracing::Instrument;
 
 pub use exec::ExecRequest;
 
@@ -211,22 +212,41 @@ impl Engine {
         let cancel_rx = h.cancel.subscribe();
         let ctx = Arc::new(self.context(parts, h.events.clone(), cancel_rx.clone()));
         let pool = self.pool.clone();
-        tokio::spawn(async move {
-            let (c2, h2) = (ctx.clone(), h.clone());
-            schedule(
-                todo,
-                pool,
-                cancel_rx.clone(),
-                Item::label,
-                move |item, gpu| {
-                    let (ctx, h) = (c2.clone(), h2.clone());
-                    async move { run_one(ctx, h, item, gpu, work).await }
-                },
-            )
-            .await;
-            let cancelled = *cancel_rx.borrow();
-            finish::finish(&ctx, &h, cancelled, work).await;
-        });
+        let run_span = tracing::info_span!(
+            "run",
+            run_id = %h.record.run_id,
+            agent = %h.record.agent,
+            task_runs = todo.len()
+        );
+        let inner = run_span.clone();
+        tokio::spawn(
+            async move {
+                tracing::info!("run started");
+                let (c2, h2) = (ctx.clone(), h.clone());
+                schedule(
+                    todo,
+                    pool,
+                    cancel_rx.clone(),
+                    Item::label,
+                    move |item, gpu| {
+                        let (ctx, h) = (c2.clone(), h2.clone());
+                        let span = tracing::info_span!(
+                            parent: &inner,
+                            "task",
+                            task = %item.task_id,
+                            repeat = item.repeat,
+                            gpu = gpu.index
+                        );
+                        async move { run_one(ctx, h, item, gpu, work).await }.instrument(span)
+                    },
+                )
+                .await;
+                let cancelled = *cancel_rx.borrow();
+                finish::finish(&ctx, &h, cancelled, work).await;
+                tracing::info!(cancelled, "run ended");
+            }
+            .instrument(run_span),
+        );
     }
 }
 
@@ -236,12 +256,15 @@ impl Engine {
 async fn run_one(ctx: Arc<RunContext>, h: Arc<RunHandle>, item: Item, gpu: Gpu, work: Work) {
     let (c2, i2, g2) = (ctx.clone(), item.clone(), gpu.clone());
     // In a task of its own, so that a panic is caught here and not lost with the GPU.
-    let joined = tokio::spawn(async move {
-        match work {
-            Work::Full => c2.run_item(&i2, &g2).await,
-            Work::UnseenOnly => c2.run_unseen_item(&i2, &g2).await,
+    let joined = tokio::spawn(
+        async move {
+            match work {
+                Work::Full => c2.run_item(&i2, &g2).await,
+                Work::UnseenOnly => c2.run_unseen_item(&i2, &g2).await,
+            }
         }
-    })
+        .instrument(tracing::Span::current()),
+    )
     .await;
     let outcome = joined.unwrap_or_else(|e| {
         let why = if e.is_panic() {

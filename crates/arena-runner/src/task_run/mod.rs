@@ -32,6 +32,7 @@ use arena_runtime::{
 use arena_task::Task;
 use sha2::{Digest, Sha256};
 use tokio::sync::watch;
+use tracing::Instrument;
 
 use crate::error::{Result, RunnerError};
 use crate::gpus::Gpu;
@@ -171,9 +172,20 @@ impl RunContext {
             labels: HashMap::new(),
             cancel: Some(self.cancel.clone()),
         };
+        let span = tracing::info_span!("container", phase, id = %req.id);
         let out = run_container(&self.rt, req)
+            .instrument(span.clone())
             .await
             .map_err(|e| self.runtime_err(item, e))?;
+        span.in_scope(|| {
+            tracing::info!(
+                exit_code = out.exit_code,
+                timed_out = out.timed_out,
+                cancelled = out.cancelled,
+                run_s = out.durations.run_s,
+                "container ended"
+            )
+        });
         if out.cancelled {
             return Err(RunnerError::Cancelled);
         }

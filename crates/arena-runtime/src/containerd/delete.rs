@@ -105,17 +105,43 @@ pub(crate) async fn delete_task(c: &Containerd, id: &str) -> Result<()> {
     match tc.delete(req()).await {
         Ok(_) => Ok(()),
         Err(s) if s.code() == tonic::Code::NotFound => Ok(()),
-        Err(s) if s.code() == tonic::Code::FailedPrecondition => {
-            // Still running: kill everything, then delete.
+        // Still running. Depending on the containerd version the shim says so with
+        // FailedPrecondition or with an Unknown "cannot delete a running process".
+        Err(s) if still_running(&s) => {
             kill_and_wait(c, id).await?;
-            call(tc.delete(req()).await, "tasks.Delete", id).map(|_| ())
+            // Wait can return before the shim has reaped every process: retry briefly.
+            let mut last = None;
+            for attempt in 0..20u64 {
+                match tc.delete(req()).await {
+                    Ok(_) => return Ok(()),
+                    Err(s) if s.code() == tonic::Code::NotFound => return Ok(()),
+                    Err(s) if still_running(&s) => {
+                        last = Some(s);
+                        if attempt % 5 == 4 {
+                            super::kill::kill(c, id, 9).await?;
+                        }
+                        tokio::time::sleep(Duration::from_millis(100 + 50 * attempt)).await;
+                    }
+                    Err(s) => return Err(refused(id, s)),
+                }
+            }
+            Err(refused(id, last.expect("a delete was refused")))
         }
-        Err(s) => Err(RuntimeError::Containerd {
-            call: "tasks.Delete",
-            what: id.to_string(),
-            status: Box::new(s),
-        }),
+        Err(s) => Err(refused(id, s)),
     }
+}
+
+fn refused(id: &str, s: tonic::Status) -> RuntimeError {
+    RuntimeError::Containerd {
+        call: "tasks.Delete",
+        what: id.to_string(),
+        status: Box::new(s),
+    }
+}
+
+fn still_running(s: &tonic::Status) -> bool {
+    s.code() == tonic::Code::FailedPrecondition
+        || (s.code() == tonic::Code::Unknown && s.message().contains("running"))
 }
 
 pub(crate) async fn delete_container(c: &Containerd, id: &str) -> Result<()> {

@@ -6,6 +6,7 @@ use std::process::Command;
 use std::sync::OnceLock;
 
 pub mod daemon;
+pub mod images;
 
 pub fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

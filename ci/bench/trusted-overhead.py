@@ -1,0 +1,178 @@
+#!/usr/bin/env python3
+"""Benchmark: what arena's trusted evaluator costs per task, against the same task's own harness
+run directly — side by side, on the same machine, without containers (the container costs are
+ci/bench/container-lifecycle.sh's and docs/measurements.md's).
+
+Per task and repeat, in alternating order:
+  direct   the AgentKernelArena way: `python3 scripts/task_runner.py compile|correctness|performance`
+           in a fresh copy of the task, once on the original kernel (the baseline evaluation) and
+           once on the reference solution (the agent's evaluation) — the harness times itself;
+  trusted  what the runner does now: the trusted evaluator on the original kernel alone (the
+           baseline evaluation), then on the original and the solution paired (the evaluation),
+           each kernel in a process of its own user, timed from outside, every output checked.
+Prints each repeat's wall times, the per-task ratio trusted / direct and writes OUT/overhead.json.
+
+usage: sudo python3 ci/bench/trusted-overhead.py OUT_DIR [REPEATS] [TASK_DIR ...]
+       (default tasks: the CPU samples matmul and prefix_sum; on a GPU machine pass
+       tasks/triton2triton/arena/row_softmax etc.). Runs as root: kernels run as users 60001/60002.
+"""
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+EVALUATOR = os.path.join(ROOT, "crates/arena-eval/trusted/arena_trusted/evaluate.py")
+DEFAULT_TASKS = ["tasks/python2python/arena/matmul", "tasks/python2python/arena/prefix_sum"]
+USERS = {"baseline": 60001, "candidate": 60002}
+
+
+def solution_dir(task):
+    rel = os.path.relpath(task, os.path.join(ROOT, "tasks"))
+    return os.path.join(ROOT, "ci/solutions", rel)
+
+
+def sources(task):
+    """The kernel files (config.yaml's source_file_path), read without a YAML parser: the
+    samples list them one per line under the key."""
+    out, inside = [], False
+    for line in open(os.path.join(task, "config.yaml")):
+        if line.startswith("source_file_path:"):
+            inside = True
+        elif inside and line.startswith("- "):
+            out.append(line[2:].strip())
+        elif inside:
+            break
+    return out
+
+
+def harness(task):
+    for line in open(os.path.join(task, "config.yaml")):
+        if line.startswith("trusted_harness:"):
+            return line.split(":", 1)[1].strip()
+    sys.exit(f"{task}/config.yaml: no trusted_harness (a self-reported task has no trusted path)")
+
+
+def direct(task, solved):
+    """One evaluation the AKA way; returns (seconds, whether every gate passed)."""
+    work = tempfile.mkdtemp(prefix="arena-bench-direct-")
+    try:
+        shutil.copytree(task, work, dirs_exist_ok=True)
+        if solved:
+            for src in sources(task):
+                shutil.copy(os.path.join(solution_dir(task), os.path.basename(src)), os.path.join(work, src))
+        t0 = time.perf_counter()
+        ok = all(
+            subprocess.run([sys.executable, "scripts/task_runner.py", gate], cwd=work,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode == 0
+            for gate in ("compile", "correctness", "performance"))
+        return time.perf_counter() - t0, ok
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def trusted(task, roles):
+    """One evaluation by arena's evaluator on `roles`; returns (seconds, gates passed)."""
+    work = tempfile.mkdtemp(prefix="arena-bench-trusted-")
+    try:
+        os.chmod(work, 0o755)
+        kernels = {}
+        for role in roles:
+            k = os.path.join(work, "kernel", role)
+            for src in sources(task):
+                os.makedirs(os.path.dirname(os.path.join(k, src)), exist_ok=True)
+                origin = os.path.join(task, src)
+                if role == "candidate":
+                    origin = os.path.join(solution_dir(task), os.path.basename(src))
+                shutil.copy(origin, os.path.join(k, src))
+            kernels[role] = k
+            s = os.path.join(work, "scratch", role)
+            os.makedirs(s)
+            os.chown(s, USERS[role], USERS[role])
+            os.chmod(s, 0o700)
+        for d in ("kernel", "scratch"):
+            os.chmod(os.path.join(work, d), 0o755)
+            for r in os.listdir(os.path.join(work, d)):
+                if d == "kernel":
+                    subprocess.run(["chmod", "-R", "a+rX", os.path.join(work, d, r)], check=True)
+        out = os.path.join(work, "out")
+        os.makedirs(out, mode=0o700)
+        # The runner's defaults (crates/arena-eval/src/trusted.rs: Job::new, PerfSettings).
+        job = {
+            "harness": os.path.join(task, harness(task)),
+            "roles": roles,
+            "kernels": kernels,
+            "users": {r: {"uid": USERS[r], "gid": USERS[r]} for r in roles},
+            "scratch": {r: os.path.join(work, "scratch", r) for r in roles},
+            "groups": [],
+            "timeouts": {"compile": 300, "correctness": 300, "performance": 600},
+            "trials": 2,
+            "perf": {"pairs": 10, "target_batch_ms": 20.0, "max_calls": 4096, "warmup_batches": 2},
+            "out": out,
+            "pass_env": ["CUDA_VISIBLE_DEVICES", "LD_LIBRARY_PATH", "PATH"],
+            "unseen": False,
+            "quiet_kernels": True,
+            "deadline_s": 1200,
+        }
+        with open(os.path.join(work, "job.json"), "w") as f:
+            json.dump(job, f)
+        t0 = time.perf_counter()
+        subprocess.run([sys.executable, "-I", "-B", EVALUATOR, os.path.join(work, "job.json")],
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        dt = time.perf_counter() - t0
+        try:
+            gates = open(os.path.join(out, "gates")).read().split()
+        except OSError:
+            gates = []
+        return dt, gates
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def main():
+    if os.geteuid() != 0:
+        sys.exit("run as root: the evaluator runs each kernel as a user of its own")
+    out = sys.argv[1]
+    repeats = int(sys.argv[2]) if len(sys.argv) > 2 else 3
+    tasks = [os.path.abspath(os.path.join(ROOT, t)) for t in (sys.argv[3:] or DEFAULT_TASKS)]
+    os.makedirs(out, exist_ok=True)
+    rows = []
+    print(f"{'task':12} {'rep':>3} {'direct s':>9} {'trusted s':>10} {'ratio':>6}  gates")
+    for task in tasks:
+        name = os.path.basename(task)
+        for rep in range(repeats):
+            # Alternate which side goes first, so that a drifting machine favours neither.
+            order = ("direct", "trusted") if rep % 2 == 0 else ("trusted", "direct")
+            r = {"task": name, "repeat": rep}
+            for side in order:
+                if side == "direct":
+                    b, ok_b = direct(task, solved=False)
+                    c, ok_c = direct(task, solved=True)
+                    r["direct_s"], r["direct_ok"] = b + c, ok_b and ok_c
+                else:
+                    b, g_b = trusted(task, ["baseline"])
+                    c, g_c = trusted(task, ["baseline", "candidate"])
+                    r["trusted_s"], r["trusted_gates"] = b + c, [g_b, g_c]
+            r["ratio"] = r["trusted_s"] / r["direct_s"]
+            rows.append(r)
+            print(f"{name:12} {rep:>3} {r['direct_s']:>9.2f} {r['trusted_s']:>10.2f} {r['ratio']:>6.3f}  "
+                  f"direct={'pass' if r['direct_ok'] else 'FAIL'} trusted={r['trusted_gates']}", flush=True)
+    summary = {}
+    for task in tasks:
+        name = os.path.basename(task)
+        mine = [r for r in rows if r["task"] == name]
+        d = statistics.fmean(r["direct_s"] for r in mine)
+        t = statistics.fmean(r["trusted_s"] for r in mine)
+        summary[name] = {"direct_s": d, "trusted_s": t, "ratio": t / d}
+        print(f"{name}: direct {d:.2f} s, trusted {t:.2f} s, trusted / direct {t / d:.3f} "
+              f"({(t / d - 1) * 100:+.1f}%)")
+    with open(os.path.join(out, "overhead.json"), "w") as f:
+        json.dump({"rows": rows, "summary": summary}, f, indent=2)
+
+
+if __name__ == "__main__":
+    main()
