@@ -5,7 +5,9 @@
 #
 # usage: ci/gpu/arena-run.sh BIN_DIR OUT_DIR [RUNS]
 #   ARENA_GPU_UNSEEN=0 leaves out the unseen-configuration evaluations;
-#   ARENA_GPU_DIRECT_REPS (default RUNS) sets the direct runs of each harness.
+#   ARENA_GPU_DIRECT_REPS (default RUNS) sets the direct runs of each harness;
+#   ARENA_GPU_TASKS (default "row_softmax add_rmsnorm") picks the tasks;
+#   ARENA_GPU_RELOCK=0 leaves out the second, unchanged lock (its timing).
 #   BIN_DIR: `arenactl` (release build), containerd-bundle.tar.xz and start-containerd.sh
 #            (../shared/gpu/pack-containerd.sh and its partner script).
 # The image set is `cuda-host` (images/cuda-host.toml): the host's own Python, gcc and PyTorch
@@ -17,6 +19,8 @@ out=$(mkdir -p "$2" && cd "$2" && pwd)
 runs=${3:-1}
 unseen=${ARENA_GPU_UNSEEN:-1}
 reps=${ARENA_GPU_DIRECT_REPS:-$runs}
+tasks=${ARENA_GPU_TASKS:-row_softmax add_rmsnorm}
+relock=${ARENA_GPU_RELOCK:-1}
 work=${ARENA_GPU_WORK:-/tmp/arena-gpu}
 [ -f "$work/containerd/containerd.pid" ] && kill "$(cat "$work/containerd/containerd.pid")" 2>/dev/null && sleep 1
 rm -rf "$work"
@@ -44,7 +48,9 @@ echo "TIME compileall $(since "$t")"
 echo "== lock (build the cuda-host image set from this host's trees)"
 t=$(now); $arenactl lock --set cuda-host --out "$work/cuda-host.lock"; echo "TIME lock $(since "$t")"
 cp "$work/cuda-host.lock" "$out/"
-t=$(now); $arenactl lock --set cuda-host --out "$work/cuda-host.lock" >/dev/null; echo "TIME relock-unchanged $(since "$t")"
+if [ "$relock" = 1 ]; then
+  t=$(now); $arenactl lock --set cuda-host --out "$work/cuda-host.lock" >/dev/null; echo "TIME relock-unchanged $(since "$t")"
+fi
 du -sh "$ARENA_STORE"
 
 unseen_args=()
@@ -60,7 +66,7 @@ fi
 direct=$out/direct.jsonl
 : >"$direct"
 run_direct() { # PHASE REPS
-  for task in row_softmax add_rmsnorm; do
+  for task in $tasks; do
     for variant in baseline optimized; do
       for rep in $(seq 1 "$2"); do
         w=$(mktemp -d)
@@ -85,10 +91,12 @@ echo "== harness commands directly on the host: $before reps before the run"
 run_direct before "$before"
 
 echo "== run"
+task_args=()
+for task in $tasks; do task_args+=(--tasks "triton2triton/arena/$task"); done
 t=$(now)
 rc=0
 $arenactl run --image-lock "$work/cuda-host.lock" --agent ci/agents/optimize.toml --gpus nvidia:0 \
-  --containerd "$sock" "${unseen_args[@]}" --runs "$runs" --out "$work/run" || rc=$?
+  --containerd "$sock" "${unseen_args[@]}" --runs "$runs" "${task_args[@]}" --out "$work/run" || rc=$?
 echo "TIME run $(since "$t") rc=$rc"
 cp "$work/run/results.json" "$out/" 2>/dev/null || true
 tar -C "$work/run" -czf "$out/run-logs.tgz" --exclude='*/workspace/*' . 2>/dev/null || true
@@ -101,8 +109,6 @@ import json, statistics, sys, os
 out = sys.argv[1]
 res = json.load(open(os.path.join(out, "results.json")))
 direct = [json.loads(l) for l in open(os.path.join(out, "direct.jsonl"))]
-def x(t, k):
-    return t.get(k, t.get("extra", {}).get(k))
 def total(c):
     return c["create_s"] + c["start_s"] + c["run_s"] + c["teardown_s"]
 def direct_s(name):
@@ -110,19 +116,24 @@ def direct_s(name):
     base = statistics.fmean(r["harness_s"] for r in d if r["variant"] == "baseline")
     opt = statistics.fmean(r["harness_s"] + r["agent_s"] for r in d if r["variant"] == "optimized")
     return base + opt
-print("\n| task | repeat | speedup | score | agent+evaluator containers s | direct s (mean) | overhead | create+start+teardown s |")
-print("|---|---:|---:|---:|---:|---:|---:|---:|")
+def speedup(t):
+    # Per case, the paired baseline over the candidate (arena.task_result/v2).
+    cases = (t.get("candidate") or {}).get("performance") or []
+    r = [c["baseline_ms"] / c["execution_time_ms"] for c in cases if c.get("baseline_ms") and c["execution_time_ms"] > 0]
+    return statistics.fmean(r) if r else float("nan")
+print("\n| task | repeat | trust | speedup | agent+evaluator containers s | direct s (mean) | overhead | create+start+teardown s |")
+print("|---|---:|---|---:|---:|---:|---:|---:|")
 sums = [0.0, 0.0]
 for t in res["tasks"]:
     name = t["task_id"].split("/")[-1]
-    cs = x(t, "containers")
-    conts = [x(t, "agent")["container"], cs["baseline"], cs["candidate"]]
+    cs = t["containers"]
+    conts = [cs.get("agent"), cs.get("baseline"), cs.get("candidate")]
     in_ct = sum(total(c) for c in conts if c)
     life = sum(c["create_s"] + c["start_s"] + c["teardown_s"] for c in conts if c)
     dd = direct_s(name)
     sums[0] += in_ct
     sums[1] += dd
-    print(f"| {name} | {t['repeat']} | {x(t, 'speedup'):.3f} | {x(t, 'score'):.1f} | {in_ct:.2f} | {dd:.2f} | {100 * (in_ct - dd) / dd:+.2f}% | {life:.2f} |")
+    print(f"| {name} | {t['repeat']} | {t.get('trust')} | {speedup(t):.3f} | {in_ct:.2f} | {dd:.2f} | {100 * (in_ct - dd) / dd:+.2f}% | {life:.2f} |")
 print(f"| all | | | | {sums[0]:.2f} | {sums[1]:.2f} | {100 * (sums[0] - sums[1]) / sums[1]:+.2f}% | |")
 for ph in ("before", "after"):
     h = [r["harness_s"] for r in direct if r.get("phase") == ph]
