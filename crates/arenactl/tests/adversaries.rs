@@ -16,6 +16,7 @@ use serde_json::Value;
 
 const PREFIX_SUM: &str = "python2python/arena/prefix_sum";
 const SUM_SQUARES: &str = "python2python/arena/sum_squares";
+const MATMUL: &str = "python2python/arena/matmul";
 
 fn agent(name: &str) -> String {
     format!("ci/agents/adversary/{name}.toml")
@@ -152,6 +153,26 @@ fn wrong_outputs_fail_correctness() {
         }
     }
     unchanged(&before);
+}
+
+#[test]
+fn zeros_and_echoed_inputs_fail_correctness_on_every_sample_task() {
+    let before = snapshot();
+    let d = Daemon::start();
+    let tmp = d.dir.path();
+    let tasks = [MATMUL, PREFIX_SUM, SUM_SQUARES];
+    for name in ["zeros", "echo"] {
+        let (_, rs) = d.run_on(&agent(name), &tasks, &tmp.join(name), &[]);
+        for task in tasks {
+            let r = result_of(&rs, task);
+            let s = score(r);
+            assert!(s.compiled, "{name} on {task}: {r}");
+            assert!(!s.correct, "{name} passed {task}: {r}");
+            assert_eq!(s.score, 20.0, "{name} on {task}: {r}");
+        }
+    }
+    unchanged(&before);
+    assert!(empty(&d.leftovers()));
 }
 
 #[test]
