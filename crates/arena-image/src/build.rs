@@ -15,12 +15,15 @@ use crate::compress::Compression;
 use crate::digest::Digest;
 use crate::error::{ImageError, Result};
 use crate::inputs::{tree_digest, HashCache};
-use crate::layer::sources::{add_directory, add_file, add_task, Owner};
-use crate::layer::{deb, write_layer, LayerTree};
+use crate::layer::write_layer;
 use crate::progress::Progress;
 use crate::recipe::{BaseSpec, ConfigSpec, DebPackage, LayerSpec, LoadedRecipe, Platform};
 use crate::record::{ImageRecord, LayerRecord};
 use crate::store::{Store, MEDIA_TYPE_CONFIG};
+
+mod collect;
+use collect::collect;
+pub use collect::deb_file_name;
 
 /// Bumped whenever the bytes arena-image produces for the same inputs would change.
 pub const FORMAT: &str = "arena-image/3";
@@ -183,143 +186,6 @@ impl ImageSpec {
             task: None,
         })
     }
-}
-
-/// The file name `apt-get download` gives a package (`:` of the epoch escaped as `%3a`).
-pub fn deb_file_name(p: &DebPackage) -> String {
-    format!(
-        "{}_{}_{}.deb",
-        p.name,
-        p.version.replace(':', "%3a"),
-        p.arch
-    )
-}
-
-fn find_deb(ctx: &BuildContext, p: &DebPackage) -> Result<PathBuf> {
-    let dir = ctx.deb_dir.as_ref().ok_or_else(|| {
-        ImageError::invalid(
-            format!("package {}={}", p.name, p.version),
-            "no .deb directory given (--deb-dir or ARENA_DEB_DIR)",
-        )
-    })?;
-    let path = dir.join(deb_file_name(p));
-    if !path.is_file() {
-        return Err(ImageError::Missing {
-            path: dir.clone(),
-            what: format!(
-                "{} (package {}={} {}; fetch it with ci/fetch-debs.sh)",
-                deb_file_name(p),
-                p.name,
-                p.version,
-                p.arch
-            ),
-        });
-    }
-    Ok(path)
-}
-
-/// Reads the layer's entries (the cheap part for host sources: stat only).
-fn collect(ctx: &BuildContext, layer: &ResolvedLayer) -> Result<LayerTree> {
-    let mut tree = LayerTree::new();
-    match layer {
-        ResolvedLayer::Directory {
-            path,
-            target,
-            owner,
-        } => {
-            let o = Owner {
-                uid: owner.0,
-                gid: owner.1,
-            };
-            add_directory(&mut tree, path, target, o, &path.display().to_string())?;
-        }
-        ResolvedLayer::File {
-            path,
-            target,
-            mode,
-            owner,
-        } => {
-            let o = Owner {
-                uid: owner.0,
-                gid: owner.1,
-            };
-            add_file(
-                &mut tree,
-                path,
-                target,
-                *mode,
-                o,
-                &path.display().to_string(),
-            )?;
-        }
-        ResolvedLayer::Task { path, target } => {
-            add_task(&mut tree, path, target, &path.display().to_string())?;
-        }
-        ResolvedLayer::Tarball {
-            path,
-            target,
-            owner,
-        } => {
-            let f = std::fs::File::open(path).map_err(|e| ImageError::io(path, e))?;
-            let r = crate::compress::decompressing_reader(std::io::BufReader::new(f))
-                .map_err(|e| ImageError::io(path, e))?;
-            let keep = |p: &str| p.to_string();
-            crate::layer::archive::read_tar_into(
-                &mut tree,
-                r,
-                path,
-                &crate::layer::archive::Placement {
-                    target,
-                    rewrite: &keep,
-                    uid: owner.0,
-                    gid: owner.1,
-                    origin: &path.display().to_string(),
-                },
-            )?;
-        }
-        ResolvedLayer::Debs {
-            merged_usr,
-            packages,
-        } => {
-            if *merged_usr {
-                for d in ["bin", "sbin", "lib", "lib64"] {
-                    tree.insert(
-                        crate::layer::LayerEntry {
-                            path: d.into(),
-                            kind: crate::layer::EntryKind::Symlink {
-                                target: format!("usr/{d}"),
-                            },
-                            mode: 0o777,
-                            uid: 0,
-                            gid: 0,
-                        },
-                        "merged /usr",
-                    )?;
-                }
-            }
-            for p in packages {
-                let path = find_deb(ctx, p)?;
-                let bytes = std::fs::read(&path).map_err(|e| ImageError::io(&path, e))?;
-                let found = Digest::of_bytes(&bytes);
-                if found.hex() != p.sha256 {
-                    return Err(ImageError::DigestMismatch {
-                        what: format!("{} (package {}={})", path.display(), p.name, p.version),
-                        expected: format!("sha256:{}", p.sha256),
-                        found: found.to_string(),
-                    });
-                }
-                deb::unpack_into(
-                    &mut tree,
-                    &path,
-                    &bytes,
-                    *merged_usr,
-                    &format!("package {}", p.name),
-                )?;
-            }
-        }
-    }
-    tree.add_parents();
-    Ok(tree)
 }
 
 #[derive(Serialize)]

@@ -1,0 +1,158 @@
+use super::*;
+
+fn sample_tasks() -> Vec<Task> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tasks");
+    crate::discover(&root)
+        .unwrap()
+        .into_iter()
+        .map(|f| Task::load(&f.dir, &f.id).unwrap())
+        .collect()
+}
+
+#[test]
+fn sets_are_byte_identical_for_a_seed_and_sealed() {
+    let tasks = sample_tasks();
+    let d = tempfile::tempdir().unwrap();
+    let opts = GenOptions {
+        seed: 42,
+        ..Default::default()
+    };
+    let a = write_set(&tasks, opts, &d.path().join("a")).unwrap();
+    let b = write_set(&tasks, opts, &d.path().join("b")).unwrap();
+    assert_eq!(a, b);
+    for f in std::fs::read_dir(d.path().join("a")).unwrap() {
+        let name = f.unwrap().file_name();
+        assert_eq!(
+            std::fs::read(d.path().join("a").join(&name)).unwrap(),
+            std::fs::read(d.path().join("b").join(&name)).unwrap()
+        );
+    }
+    assert_eq!(a.files.len(), 5);
+    assert!(a.skipped.is_empty());
+    let c = write_set(&tasks, GenOptions { seed: 43, ..opts }, &d.path().join("c")).unwrap();
+    assert_ne!(a.set_digest, c.set_digest);
+    assert_eq!(
+        verify_set(&d.path().join("a")).unwrap().set_digest,
+        a.set_digest
+    );
+
+    // Tampering with a file or the manifest is named.
+    let f = d.path().join("a").join(&a.files[0].file);
+    let mut text = std::fs::read_to_string(&f).unwrap();
+    text = text.replacen("\"entry\": \"(", "\"entry\": \"(1, ", 1);
+    std::fs::write(&f, text).unwrap();
+    let e = verify_set(&d.path().join("a")).unwrap_err().to_string();
+    assert!(
+        e.contains(&format!("files[{}].sha256", a.files[0].file)),
+        "{e}"
+    );
+    // A non-empty output directory is refused.
+    let e = write_set(&tasks, opts, &d.path().join("a"))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("not empty"), "{e}");
+}
+
+#[test]
+fn unreadable_shapes_are_listed_as_skipped() {
+    let d = tempfile::tempdir().unwrap();
+    let t = d.path().join("t");
+    std::fs::create_dir_all(t.join("scripts")).unwrap();
+    std::fs::create_dir_all(t.join("source")).unwrap();
+    std::fs::write(t.join("source/k.py"), "").unwrap();
+    std::fs::write(
+        t.join("scripts/task_runner.py"),
+        "TEST_SHAPES = [(n, n) for n in range(4)]\n",
+    )
+    .unwrap();
+    std::fs::write(
+            t.join("config.yaml"),
+            "task_type: python2python\nsource_file_path: [source/k.py]\ncompile_command: [a]\ncorrectness_command: [b]\nperformance_command: [c]\n",
+        )
+        .unwrap();
+    let task = Task::load(&t, "computed").unwrap();
+    let m = write_set(&[task], GenOptions::default(), &d.path().join("set")).unwrap();
+    assert!(m.files.is_empty());
+    assert_eq!(m.skipped[0].task_id, "computed");
+    assert!(
+        m.skipped[0]
+            .reason
+            .contains("computed shapes cannot be read"),
+        "{:?}",
+        m.skipped
+    );
+}
+
+fn task_with(files: &[(&str, &str)], sources: &str) -> (tempfile::TempDir, Task) {
+    let d = tempfile::tempdir().unwrap();
+    let t = d.path().join("t");
+    for (rel, text) in files {
+        let p = t.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    }
+    std::fs::write(
+            t.join("config.yaml"),
+            format!("task_type: triton2triton\nsource_file_path: [{sources}]\ncompile_command: [a]\ncorrectness_command: [b]\nperformance_command: [c]\n"),
+        )
+        .unwrap();
+    let task = Task::load(&t, "t").unwrap();
+    (d, task)
+}
+
+#[test]
+fn parametrize_tasks_get_sets_for_their_shape_list() {
+    let test = "import pytest\n@pytest.mark.parametrize('dtype', ['fp16'])\n@pytest.mark.parametrize('M, N', [(1, 128), (64, 1000)])\ndef test_k(M, N, dtype): pass\n";
+    let (_d, task) = task_with(
+        &[("kernel.py", "# the agent's\n"), ("test_kernel.py", test)],
+        "kernel.py",
+    );
+    let u = task_unseen(&task, GenOptions::default()).unwrap();
+    assert_eq!(u.harness, "test_kernel.py");
+    assert_eq!(u.declaration, "parametrize(M, N)");
+    assert_eq!(u.configs.len(), 8);
+    // The set's entries go back into the file in place of the visible list.
+    let entries: Vec<String> = u.configs.iter().map(|c| c.entry.clone()).collect();
+    let out =
+        crate::declarations::rewrite(test, &Declaration::parse(&u.declaration), &entries).unwrap();
+    let back = crate::declarations::read_parametrize(&out, Some("M, N")).unwrap();
+    assert_eq!(back.entries.len(), 8);
+    assert!(out.contains("@pytest.mark.parametrize('dtype', ['fp16'])"));
+}
+
+#[test]
+fn get_inputs_tasks_rewrite_both_pytorch_files() {
+    let module = "import torch\nbatch_size = 16\ndim = 4096\ndef get_inputs():\n    return [torch.randn(batch_size, dim)]\n";
+    let (_d, task) = task_with(
+        &[
+            ("kernel.hip", "// the agent's\n"),
+            ("ref_module.py", module),
+            ("ref_func.py", module),
+            ("eval_tools/compile.py", "import sys\n"),
+        ],
+        "kernel.hip",
+    );
+    let u = task_unseen(&task, GenOptions::default()).unwrap();
+    assert_eq!(u.declaration, "get_inputs()");
+    assert_eq!(u.harness, "ref_func.py");
+    assert_eq!(u.also, ["ref_module.py"]);
+    assert!(u.configs.iter().all(|c| c.entry.starts_with('(')));
+    // A task whose two files disagree is skipped with both named.
+    let other = "N = 3\ndef get_inputs():\n    return [torch.randn(N)]\n";
+    let (_d2, task) = task_with(
+        &[("kernel.hip", ""), ("a.py", module), ("b.py", other)],
+        "kernel.hip",
+    );
+    let e = task_unseen(&task, GenOptions::default()).unwrap_err();
+    assert!(
+        e.contains("a.py and b.py") && e.contains("different constants"),
+        "{e}"
+    );
+    // Nothing readable at all: the reason names all three forms.
+    let (_d3, task) = task_with(&[("kernel.py", "x = 1\n")], "kernel.py");
+    let e = task_unseen(&task, GenOptions::default()).unwrap_err();
+    assert!(
+        e.contains("TEST_SHAPES") && e.contains("parametrize") && e.contains("get_inputs"),
+        "{e}"
+    );
+}
