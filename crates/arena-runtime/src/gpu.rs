@@ -280,7 +280,7 @@ fn apply_edits(g: &mut DeviceGrant, e: &CdiEdits, spec: &Path) -> Result<()> {
 fn apply_cdi(g: &mut DeviceGrant, spec: &Path, device: &str) -> Result<()> {
     let text = std::fs::read_to_string(spec).map_err(|e| RuntimeError::io(spec, e))?;
     // JSON is YAML, so one parser reads both forms of a CDI spec.
-    let s: CdiSpec = serde_yaml::from_str(&text).map_err(|e| {
+    let s: CdiSpec = serde_norway::from_str(&text).map_err(|e| {
         RuntimeError::invalid(spec.display().to_string(), format!("not a CDI spec: {e}"))
     })?;
     // Accept the fully qualified name (`vendor/class=name`) or the bare name.

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use serde::Serialize;
-use serde_yaml::Value;
+use serde_norway::Value;
 
 use crate::error::{TaskError, TaskErrors};
 use crate::fields::{kind_of, FieldReader};
@@ -73,7 +73,7 @@ impl TaskConfig {
 
     /// Parses `config.yaml` text. `file` is only used in messages.
     pub fn parse(file: &Path, text: &str) -> Result<TaskConfig, TaskErrors> {
-        let doc: Value = serde_yaml::from_str(text).map_err(|e| TaskError::Syntax {
+        let doc: Value = serde_norway::from_str(text).map_err(|e| TaskError::Syntax {
             file: file.to_path_buf(),
             message: e.to_string(),
         })?;
