@@ -38,3 +38,7 @@ fi
 echo "== run: CPU sample tasks, scripted agent ci/agents/optimize.toml"
 $arenactl run --image-lock lockfiles/cpu.lock --agent ci/agents/optimize.toml \
   --gpus cpu:1 --containerd "$sock" --unseen "$hidden" --out runs/cpu-ci-optimize
+
+echo "== report"
+# One self-contained page (tables, plots, every task run); open it in any browser, offline.
+$arenactl report runs/cpu-ci-optimize

@@ -3,7 +3,7 @@
 # CPU sample tasks' harnesses, skopeo and umoci (independent readers of our OCI layouts, used by
 # the tests), containerd and runc (the runtime's integration tests start a private daemon), Slurm
 # and munge (the Slurm backend's tests start a single-node cluster), gcc with a static libc
-# (a test's seccomp probe), CNI plugins, nftables and iptables (agents' egress network), and protoc (containerd-client compiles containerd's protos). Idempotent and quiet when everything
+# (a test's seccomp probe), chromium (the HTML report's test), CNI plugins, nftables and iptables (agents' egress network), and protoc (containerd-client compiles containerd's protos). Idempotent and quiet when everything
 # is already there.
 set -euo pipefail
 need=()
@@ -22,6 +22,8 @@ command -v ip >/dev/null || need+=(iproute2)
 # gcc and a static libc: the adversarial tests build a static seccomp probe (ci/fixtures).
 command -v gcc >/dev/null || need+=(gcc)
 [ -n "$(gcc -print-file-name=libc.a 2>/dev/null | grep /)" ] || need+=(libc6-dev)
+# A headless browser: the HTML report's test opens it in chromium and checks what it renders.
+command -v chromium >/dev/null || need+=(chromium)
 # A real single-node Slurm for the Slurm backend's tests (ci/slurm.sh).
 command -v slurmctld >/dev/null || need+=(slurmctld)
 command -v slurmd >/dev/null || need+=(slurmd)

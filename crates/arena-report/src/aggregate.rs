@@ -172,6 +172,7 @@ mod tests {
             } else {
                 arena_run::result::Trust::SelfReported
             },
+            speedup_interval: None,
         }
     }
 

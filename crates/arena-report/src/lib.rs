@@ -5,9 +5,14 @@
 //! task, aggregates per task type and summarizes generalization to unseen configurations.
 
 pub mod aggregate;
+pub mod compare;
 pub mod error;
+pub mod fixture;
 pub mod generalization;
+pub mod html;
+pub mod plots;
 pub mod score;
+pub mod stats;
 pub mod table;
 
 use serde::Serialize;
@@ -31,7 +36,16 @@ pub struct Report {
 
 impl Report {
     pub fn build(results: &[TaskResult]) -> Result<Report, ReportError> {
-        let mut tasks: Vec<TaskScore> = results.iter().map(score_task).collect();
+        let mut tasks: Vec<TaskScore> = results
+            .iter()
+            .map(|r| {
+                let mut s = score_task(r);
+                if s.speedup > 0.0 {
+                    s.speedup_interval = stats::speedup_interval(&r.candidate.performance);
+                }
+                s
+            })
+            .collect();
         tasks.sort_by(|a, b| (&a.task_id, a.repeat).cmp(&(&b.task_id, b.repeat)));
         let aggregates = aggregate_by_type(&tasks)?;
         Ok(Report {
@@ -81,6 +95,7 @@ mod tests {
             score: 220.0,
             performance_failure: None,
             trust,
+            speedup_interval: None,
         }
     }
 

@@ -109,6 +109,10 @@ pub struct TaskScore {
     pub performance_failure: Option<PerfFailure>,
     /// How the result's numbers were measured.
     pub trust: arena_run::result::Trust,
+    /// The speedup's 95% bootstrap interval, where every case has paired samples (the
+    /// trusted evaluator's); filled by [`crate::Report::build`] (resampling is not free).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub speedup_interval: Option<(f64, f64)>,
 }
 
 pub fn score_task(r: &TaskResult) -> TaskScore {
@@ -141,6 +145,7 @@ pub fn score_task(r: &TaskResult) -> TaskScore {
         correct,
         speedup,
         score: score(compiled, correct, speedup),
+        speedup_interval: None,
         performance_failure,
         trust: r.trust,
     }

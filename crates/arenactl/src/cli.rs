@@ -5,6 +5,9 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
+mod report;
+pub use report::{CompareArgs, CompareFormat, ReportArgs, ReportFormat};
+
 #[derive(Debug, Parser)]
 #[command(
     name = "arenactl",
@@ -33,6 +36,10 @@ pub enum Command {
     Task(TaskCommand),
     /// Score task results and print the aggregate table per task type.
     Score(ScoreArgs),
+    /// A run's report: one self-contained HTML page with tables and plots (or md, csv, json).
+    Report(ReportArgs),
+    /// Compare two runs task by task: paired speedups, a significance test, gate flips.
+    Compare(CompareArgs),
     /// Build and verify images in the content-addressed store.
     #[command(subcommand)]
     Image(ImageCommand),
@@ -451,6 +458,15 @@ pub enum RunnerCommand {
     },
     /// List a runner's GPUs and what holds each.
     Gpus {
+        #[command(flatten)]
+        remote: Remote,
+        #[command(flatten)]
+        out: JsonFlag,
+    },
+    /// Attach to a run on a runner (its owner or an admin): its history, then live progress
+    /// with per-GPU lines and an ETA, then its tables. Ctrl-C detaches; the run goes on.
+    Watch {
+        run_id: String,
         #[command(flatten)]
         remote: Remote,
         #[command(flatten)]

@@ -35,6 +35,8 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Task(t) => cmd::task::run(t),
         Command::Score(s) => cmd::score::run(s),
+        Command::Report(r) => cmd::report::report(r),
+        Command::Compare(c) => cmd::report::compare_runs(c),
         Command::Image(i) => cmd::image::run(i),
         Command::Lock(l) => cmd::image::lock(l),
         Command::Bundle(b) => cmd::bundle::run(b),

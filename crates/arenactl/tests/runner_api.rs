@@ -152,7 +152,7 @@ fn a_unix_socket_names_its_callers_and_only_its_group_connects() {
     let out = dir.join("root-run");
     let mut run = submit(&listen, &out, "ci/agents/adversary/sleeper.toml", None);
     let id = run_id(&out, &mut run);
-    for verb in ["status", "cancel"] {
+    for verb in ["status", "watch", "cancel"] {
         let o = as_user(&bin, NOBODY, &["runner", verb, &id, "--runner", &listen]);
         assert!(!o.status.success(), "{verb}: {}", show(&o));
         assert!(
@@ -168,6 +168,15 @@ fn a_unix_socket_names_its_callers_and_only_its_group_connects() {
     assert!(o.status.success(), "{}", show(&o));
     let st = run.wait().unwrap();
     assert!(st.success(), "root's run was disturbed");
+    // Its owner attaches to it afterwards: the history replays, the tables follow.
+    let o = arenactl()
+        .args(["runner", "watch", &id, "--runner", &listen, "--json"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", show(&o));
+    let watched: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(watched["state"], "done", "{watched}");
+    assert_eq!(watched["finished"], 1, "{watched}");
 
     // What nobody names is checked against what nobody may do: a run directory it does not
     // own, and an agent mounting the host's root or /etc by way of `..`.

@@ -121,7 +121,50 @@ async fn run_async(args: RunArgs) -> anyhow::Result<Outcome> {
         .await
         .map_err(|s| anyhow::anyhow!("{}", s.message()))?
         .into_inner();
-    follow(client, submitted, &out, args.out_format.json, "task runs").await
+    follow(
+        client,
+        submitted,
+        &out,
+        args.out_format.json,
+        "task runs",
+        OnInterrupt::Cancel,
+    )
+    .await
+}
+
+/// `arenactl runner watch RUN_ID`: the same view as the `arenactl run` that submitted it.
+pub(super) async fn watch(mut client: Client, run_id: &str, json: bool) -> anyhow::Result<Outcome> {
+    let status = client
+        .get_run(GetRunRequest {
+            run_id: run_id.to_string(),
+        })
+        .await
+        .map_err(|s| anyhow::anyhow!("run {run_id}: {}", s.message()))?
+        .into_inner();
+    let submitted = SubmitRunResponse {
+        run_id: run_id.to_string(),
+        total: status.total,
+        already_done: 0,
+    };
+    let dir = PathBuf::from(&status.run_dir);
+    follow(
+        client,
+        submitted,
+        &dir,
+        json,
+        "task runs",
+        OnInterrupt::Detach,
+    )
+    .await
+}
+
+/// What Ctrl-C does to a followed run.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum OnInterrupt {
+    /// The client that submitted it cancels it (state kept for a resume).
+    Cancel,
+    /// A watcher only stops watching.
+    Detach,
 }
 
 /// `arenactl unseen eval RUN_DIR --unseen HIDDEN_DIR`.
@@ -142,6 +185,7 @@ pub fn unseen_eval(args: crate::cli::UnseenEvalArgs) -> anyhow::Result<Outcome> 
             &args.run_dir,
             args.out_format.json,
             "finished task runs to evaluate on the hidden set",
+            OnInterrupt::Cancel,
         )
         .await
     })
@@ -155,6 +199,7 @@ async fn follow(
     out: &Path,
     json: bool,
     what: &str,
+    on_interrupt: OnInterrupt,
 ) -> anyhow::Result<Outcome> {
     let run_id = submitted.run_id.clone();
     let mut view = View::new(json, submitted.total as u64);
@@ -184,6 +229,11 @@ async fn follow(
                 None => anyhow::bail!("the runner closed the event stream of run {run_id} early"),
             },
             _ = tokio::signal::ctrl_c(), if !cancelling => {
+                if on_interrupt == OnInterrupt::Detach {
+                    view.finish();
+                    view.note(&format!("detached from run {run_id}; it goes on (`arenactl runner watch {run_id}` to attach again)"));
+                    return Ok(Outcome::Cancelled);
+                }
                 cancelling = true;
                 view.note("cancelling: killing the run's containers (state is kept; run the same command to resume)");
                 cancel(&mut client, &run_id).await?;
@@ -349,7 +399,7 @@ impl View {
             let o = m.add(
                 ProgressBar::new(total).with_style(
                     ProgressStyle::with_template(
-                        "{elapsed_precise} [{bar:30}] {pos}/{len} task runs {msg}",
+                        "{elapsed_precise} [{bar:30}] {pos}/{len} task runs, ETA {eta} {msg}",
                     )
                     .expect("valid template")
                     .progress_chars("=> "),
@@ -404,6 +454,10 @@ impl View {
             b.enable_steady_tick(std::time::Duration::from_millis(200));
             b
         });
+        if ev.gpu >= 0 && !bar.prefix().starts_with("gpu ") {
+            // Once a GPU holds the task run, its line says which: one status line per GPU.
+            bar.set_prefix(format!("gpu {} · {who}", ev.gpu));
+        }
         bar.set_message(line.clone());
         if matches!(kind, EventKind::TaskResult | EventKind::TaskError) {
             bar.finish_with_message(line);

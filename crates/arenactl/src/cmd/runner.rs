@@ -180,6 +180,10 @@ pub fn run(cmd: RunnerCommand) -> anyhow::Result<Outcome> {
             }
             Ok(Outcome::Ok)
         }),
+        RunnerCommand::Watch { run_id, remote, out } => runtime()?.block_on(async {
+            let client = remote_client(&remote).await?;
+            super::run::watch(client, &run_id, out.json).await
+        }),
         RunnerCommand::Status { run_id, remote, out } => runtime()?.block_on(async {
             let mut client = remote_client(&remote).await?;
             let s = client

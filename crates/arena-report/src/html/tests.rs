@@ -1,0 +1,157 @@
+use super::*;
+use crate::fixture;
+
+fn page(results: &[TaskResult]) -> (Report, String) {
+    let report = Report::build(results).unwrap();
+    let html = render(
+        &report,
+        results,
+        &PageInfo {
+            title: "arena report".into(),
+            run_id: Some("rfixture".into()),
+            link_base: String::new(),
+        },
+    );
+    (report, html)
+}
+
+/// The `data-value` of the cell `key` in the row whose `data-type` is `row`.
+fn cell(html: &str, table: &str, row: &str, key: &str) -> String {
+    let t = &html[html.find(&format!("<table id=\"{table}\"")).unwrap()..];
+    let t = &t[..t.find("</table>").unwrap()];
+    let r = &t[t.find(&format!("<tr data-type=\"{row}\"")).unwrap()..];
+    let r = &r[..r.find("</tr>").unwrap()];
+    let at = r
+        .find(&format!("data-key=\"{key}\" data-value=\""))
+        .unwrap();
+    let rest = &r[at + format!("data-key=\"{key}\" data-value=\"").len()..];
+    rest[..rest.find('"').unwrap()].to_string()
+}
+
+fn svgs(html: &str) -> Vec<&str> {
+    html.match_indices("<svg")
+        .map(|(i, _)| &html[i..i + html[i..].find("</svg>").unwrap() + 6])
+        .collect()
+}
+
+#[test]
+fn the_numbers_on_the_page_are_the_reports() {
+    let results = fixture::run(21, 2, 1.0, 7).tasks;
+    let (report, html) = page(&results);
+    let json = serde_json::to_value(&report).unwrap();
+    for a in json["aggregates"].as_array().unwrap() {
+        let ty = a["task_type"].as_str().unwrap();
+        for key in [
+            "mean_speedup",
+            "mean_score",
+            "compile_rate",
+            "correct_rate",
+            "fast1",
+            "fast2",
+        ] {
+            let on_page: f64 = cell(&html, "aggregates", ty, key).parse().unwrap();
+            assert_eq!(on_page, a[key].as_f64().unwrap(), "{ty} {key}");
+        }
+        let g = cell(&html, "aggregates", ty, "geomean_speedup");
+        assert_eq!(g.parse::<f64>().ok(), a["geomean_speedup"].as_f64(), "{ty}");
+    }
+    for g in json["generalization"].as_array().unwrap() {
+        let ty = g["task_type"].as_str().unwrap();
+        let on_page: f64 = cell(&html, "generalization", ty, "both_pass")
+            .parse()
+            .unwrap();
+        assert_eq!(on_page, g["quadrants"]["both_pass"].as_f64().unwrap());
+    }
+    // One row per task run, each with its score as the report has it.
+    let rows = html.matches("<tr class=\"pass\" data-task=").count()
+        + html.matches("<tr class=\"fail\" data-task=").count();
+    assert_eq!(rows, 42);
+    let first = &report.tasks[0];
+    let row = &html[html
+        .find(&format!("data-task=\"{}\"", first.task_id))
+        .unwrap()..];
+    assert!(row.contains(&format!(
+        "data-key=\"score\" data-value=\"{}\"",
+        first.score
+    )));
+}
+
+#[test]
+fn every_plot_is_well_formed_svg() {
+    let results = fixture::run(12, 1, 1.0, 3).tasks;
+    let (_, html) = page(&results);
+    let plots = svgs(&html);
+    assert_eq!(plots.len(), 4);
+    for (id, svg) in ["plot-speedup", "plot-fastp", "plot-unseen", "plot-scores"]
+        .iter()
+        .zip(&plots)
+    {
+        assert!(html.contains(&format!("<figure id=\"{id}\">")));
+        let doc = roxmltree::Document::parse(svg).unwrap_or_else(|e| panic!("{id}: {e}"));
+        let marks = doc
+            .descendants()
+            .filter(|n| matches!(n.tag_name().name(), "circle" | "polyline" | "line" | "path"))
+            .count();
+        assert!(marks > 5, "{id} draws nothing");
+    }
+    // Without unseen results there is no unseen plot.
+    let mut plain = results.clone();
+    for r in &mut plain {
+        r.unseen = None;
+    }
+    assert_eq!(svgs(&page(&plain).1).len(), 3);
+}
+
+#[test]
+fn unseen_configurations_appear_by_index_only() {
+    let mut results = fixture::run(4, 1, 1.0, 5).tasks;
+    // A harness that put an unseen shape into its report (it must not reach the page).
+    for r in &mut results {
+        if let Some(u) = &mut r.unseen {
+            for c in u
+                .optimized
+                .performance
+                .iter_mut()
+                .chain(&mut u.original.performance)
+            {
+                c.extra
+                    .insert("params".into(), serde_json::json!({"shape": [7777, 4242]}));
+            }
+        }
+    }
+    let (_, html) = page(&results);
+    assert!(html.contains("unseen configurations (by index)"));
+    assert!(html.contains("<td>u1</td>"));
+    assert!(!html.contains("4242"), "a hidden shape reached the page");
+    // Visible shapes are shown.
+    assert!(html.contains("<code>[64,128]</code>"));
+}
+
+#[test]
+fn reasons_digests_logs_and_escaping() {
+    let mut results = fixture::run(7, 1, 1.0, 9).tasks;
+    results[6].candidate.correctness.error = Some("<script>alert(1)</script> differs".into());
+    let (_, html) = page(&results);
+    assert!(html.contains("correctness: &lt;script&gt;alert(1)&lt;/script&gt; differs"));
+    assert_eq!(
+        html.matches("<script>").count(),
+        1,
+        "only the page's own script"
+    );
+    let p = results[0].provenance.as_ref().unwrap();
+    for d in [&p.task, &p.harness, &p.image, &p.agent, &p.lockfile] {
+        assert!(html.contains(d.as_str()), "{d}");
+    }
+    assert!(html
+        .contains("href=\"tasks/triton2triton__fixture__task_0000/r0/logs/candidate.stderr.log\""));
+    assert!(html.contains("data-ready"));
+}
+
+#[test]
+fn a_large_run_stays_small_and_is_the_same_bytes_twice() {
+    let results = fixture::run(400, 1, 1.0, 11).tasks;
+    let (_, a) = page(&results);
+    let (_, b) = page(&results);
+    assert!(a.len() < 5 * 1024 * 1024, "{} bytes", a.len());
+    assert_eq!(a, b);
+}

@@ -1,0 +1,202 @@
+//! Statistics the reports and comparisons print: bootstrap intervals (seeded, so that a report
+//! is the same bytes every time it is made), the Wilcoxon signed-rank test and fast_p curves.
+
+use arena_eval::record::PerfCase;
+
+/// Resamples per bootstrap interval; the seed is fixed so that reports are reproducible.
+pub const RESAMPLES: usize = 1000;
+const SEED: u64 = 0x0a7e_4a5e_ed00_0001;
+
+fn median(xs: &mut [f64]) -> f64 {
+    let n = xs.len();
+    let (lower, mid, _) = xs.select_nth_unstable_by(n / 2, f64::total_cmp);
+    if n % 2 == 1 {
+        *mid
+    } else {
+        // The largest of the lower half is its neighbour.
+        let below = lower.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        (below + *mid) / 2.0
+    }
+}
+
+/// The `q` quantile (0–1) of sorted `xs`, linearly interpolated.
+pub fn quantile(sorted: &[f64], q: f64) -> f64 {
+    let pos = q * (sorted.len() - 1) as f64;
+    let (lo, hi) = (pos.floor() as usize, pos.ceil() as usize);
+    sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - lo as f64)
+}
+
+/// The paired (baseline, candidate) batch times of a case, from the trusted evaluator's
+/// `pairs_ms`, where it has them.
+pub fn pairs(case: &PerfCase) -> Option<Vec<(f64, f64)>> {
+    let v = case.extra.get("pairs_ms")?.as_array()?;
+    let p: Vec<(f64, f64)> = v
+        .iter()
+        .filter_map(|p| Some((p.get(0)?.as_f64()?, p.get(1)?.as_f64()?)))
+        .filter(|(b, c)| *b > 0.0 && *c > 0.0 && b.is_finite() && c.is_finite())
+        .collect();
+    (p.len() >= 2 && p.len() == v.len()).then_some(p)
+}
+
+/// A 95% percentile-bootstrap interval for a task's speedup — the mean over cases of
+/// median(baseline) / median(candidate) — resampling each case's pairs with their pairing
+/// kept. `None` unless every case has paired samples.
+pub fn speedup_interval(cases: &[PerfCase]) -> Option<(f64, f64)> {
+    let per_case: Vec<Vec<(f64, f64)>> = cases.iter().map(pairs).collect::<Option<_>>()?;
+    if per_case.is_empty() {
+        return None;
+    }
+    let mut rng = fastrand::Rng::with_seed(SEED);
+    let mut stats = Vec::with_capacity(RESAMPLES);
+    let (mut b, mut c) = (Vec::new(), Vec::new());
+    for _ in 0..RESAMPLES {
+        let mut sum = 0.0;
+        for p in &per_case {
+            b.clear();
+            c.clear();
+            for _ in 0..p.len() {
+                let (x, y) = p[rng.usize(..p.len())];
+                b.push(x);
+                c.push(y);
+            }
+            sum += median(&mut b) / median(&mut c);
+        }
+        stats.push(sum / per_case.len() as f64);
+    }
+    stats.sort_by(f64::total_cmp);
+    Some((quantile(&stats, 0.025), quantile(&stats, 0.975)))
+}
+
+/// A 95% percentile-bootstrap interval for the mean of `xs` (resampling the values).
+pub fn mean_interval(xs: &[f64]) -> Option<(f64, f64)> {
+    if xs.len() < 2 {
+        return None;
+    }
+    let mut rng = fastrand::Rng::with_seed(SEED);
+    let mut means: Vec<f64> = (0..RESAMPLES)
+        .map(|_| {
+            (0..xs.len())
+                .map(|_| xs[rng.usize(..xs.len())])
+                .sum::<f64>()
+                / xs.len() as f64
+        })
+        .collect();
+    means.sort_by(f64::total_cmp);
+    Some((quantile(&means, 0.025), quantile(&means, 0.975)))
+}
+
+/// The Wilcoxon signed-rank test of paired differences against zero, two-sided.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Wilcoxon {
+    /// Differences that were not zero (zeros are dropped, as Wilcoxon's original test does).
+    pub n: usize,
+    /// The sum of the ranks of the positive differences.
+    pub w_plus: f64,
+    pub p_value: f64,
+    /// `exact` (the full null distribution, for n ≤ 30 without ties) or `normal` (with tie and
+    /// continuity corrections).
+    pub method: &'static str,
+}
+
+/// Ranks of |d| (1-based), ties given their average rank.
+fn ranks(abs: &[f64]) -> Vec<f64> {
+    let mut idx: Vec<usize> = (0..abs.len()).collect();
+    idx.sort_by(|&a, &b| abs[a].total_cmp(&abs[b]));
+    let mut r = vec![0.0; abs.len()];
+    let mut i = 0;
+    while i < idx.len() {
+        let mut j = i;
+        while j + 1 < idx.len() && abs[idx[j + 1]] == abs[idx[i]] {
+            j += 1;
+        }
+        let avg = (i + j) as f64 / 2.0 + 1.0;
+        for k in &idx[i..=j] {
+            r[*k] = avg;
+        }
+        i = j + 1;
+    }
+    r
+}
+
+pub fn wilcoxon(diffs: &[f64]) -> Option<Wilcoxon> {
+    let d: Vec<f64> = diffs
+        .iter()
+        .copied()
+        .filter(|x| *x != 0.0 && x.is_finite())
+        .collect();
+    let n = d.len();
+    if n == 0 {
+        return None;
+    }
+    let abs: Vec<f64> = d.iter().map(|x| x.abs()).collect();
+    let r = ranks(&abs);
+    let w_plus: f64 = d
+        .iter()
+        .zip(&r)
+        .filter(|(x, _)| **x > 0.0)
+        .map(|(_, r)| r)
+        .sum();
+    let ties = r.iter().any(|x| x.fract() != 0.0);
+    let total = (n * (n + 1) / 2) as f64;
+    if n <= 30 && !ties {
+        // counts[s] = subsets of {1..n} whose ranks sum to s.
+        let max = n * (n + 1) / 2;
+        let mut counts = vec![0f64; max + 1];
+        counts[0] = 1.0;
+        for k in 1..=n {
+            for s in (k..=max).rev() {
+                counts[s] += counts[s - k];
+            }
+        }
+        let all: f64 = counts.iter().sum();
+        let low = w_plus.min(total - w_plus) as usize;
+        let tail: f64 = counts[..=low].iter().sum::<f64>() / all;
+        return Some(Wilcoxon {
+            n,
+            w_plus,
+            p_value: (2.0 * tail).min(1.0),
+            method: "exact",
+        });
+    }
+    let mean = total / 2.0;
+    // Tie correction: each group of t tied ranks lowers the variance by (t³ − t) / 48.
+    let mut sorted = r.clone();
+    sorted.sort_by(f64::total_cmp);
+    let mut tie_term = 0.0;
+    let mut i = 0;
+    while i < sorted.len() {
+        let j = sorted[i..].iter().take_while(|x| **x == sorted[i]).count();
+        tie_term += ((j * j * j) - j) as f64;
+        i += j;
+    }
+    let var = (n * (n + 1) * (2 * n + 1)) as f64 / 24.0 - tie_term / 48.0;
+    if var <= 0.0 {
+        return None;
+    }
+    let z = ((w_plus - mean).abs() - 0.5).max(0.0) / var.sqrt();
+    Some(Wilcoxon {
+        n,
+        w_plus,
+        p_value: libm::erfc(z / std::f64::consts::SQRT_2).min(1.0),
+        method: "normal",
+    })
+}
+
+/// fast_p: the share (0–100) of `speedups` (one per task, 0 for a failed task) that are
+/// correct and faster than `p`, for each p of `ps`.
+pub fn fast_p(speedups: &[f64], ps: &[f64]) -> Vec<(f64, f64)> {
+    ps.iter()
+        .map(|&p| {
+            let n = speedups.iter().filter(|s| **s > 0.0 && **s > p).count();
+            let share = if speedups.is_empty() {
+                0.0
+            } else {
+                100.0 * n as f64 / speedups.len() as f64
+            };
+            (p, share)
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests;

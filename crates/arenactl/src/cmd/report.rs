@@ -1,0 +1,122 @@
+//! `arenactl report RUN_DIR` and `arenactl compare RUN_A RUN_B`.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use arena_report::compare::compare;
+use arena_report::html::{self, PageInfo};
+use arena_report::{load_results, Report, TaskResult};
+
+use super::{print_json, Outcome};
+use crate::cli::{CompareArgs, CompareFormat, ReportArgs, ReportFormat};
+
+/// A run directory's results.json, or the file itself.
+fn results_file(run: &Path) -> PathBuf {
+    if run.is_dir() {
+        run.join("results.json")
+    } else {
+        run.to_path_buf()
+    }
+}
+
+/// The results and the run's id (where the file names one).
+fn load(run: &Path) -> anyhow::Result<(Vec<TaskResult>, Option<String>)> {
+    let file = results_file(run);
+    let results = load_results(&file)?;
+    let run_id = std::fs::read(&file)
+        .ok()
+        .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+        .and_then(|v| v.get("run_id")?.as_str().map(str::to_string));
+    Ok((results, run_id))
+}
+
+fn write_out(path: &Path, text: &str) -> anyhow::Result<()> {
+    arena_run::rundir::write_atomic(path, text.as_bytes())
+        .with_context(|| format!("writing {}", path.display()))
+}
+
+/// Prefix that turns a path relative to the run directory into a link from `page`.
+fn link_base(run_dir: &Path, page: &Path) -> String {
+    let dir = |p: &Path| std::fs::canonicalize(p).ok();
+    let page_dir = page.parent().map(|p| {
+        if p.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            p
+        }
+    });
+    match (dir(run_dir), page_dir.and_then(dir)) {
+        (Some(run), Some(at)) if run == at => String::new(),
+        (Some(run), _) => format!("{}/", run.display()),
+        _ => format!("{}/", run_dir.display()),
+    }
+}
+
+pub fn report(args: ReportArgs) -> anyhow::Result<Outcome> {
+    let (results, run_id) = load(&args.run)?;
+    let report = Report::build(&results)?;
+    let text = match args.format {
+        ReportFormat::Json => {
+            if args.out.is_none() {
+                print_json(&report)?;
+                return Ok(Outcome::Ok);
+            }
+            serde_json::to_string_pretty(&report)? + "\n"
+        }
+        ReportFormat::Csv => arena_report::table::aggregates_csv(&report.aggregates),
+        ReportFormat::Md => report.markdown(),
+        ReportFormat::Html => {
+            let run_dir = if args.run.is_dir() {
+                args.run.clone()
+            } else {
+                args.run.parent().unwrap_or(Path::new(".")).to_path_buf()
+            };
+            let out = args
+                .out
+                .clone()
+                .unwrap_or_else(|| run_dir.join("report.html"));
+            let info = PageInfo {
+                title: format!("arena report: {}", run_dir.display()),
+                run_id,
+                link_base: link_base(&run_dir, &out),
+            };
+            write_out(&out, &html::render(&report, &results, &info))?;
+            println!("{}", out.display());
+            return Ok(Outcome::Ok);
+        }
+    };
+    match &args.out {
+        Some(p) => write_out(p, &text)?,
+        None => print!("{text}"),
+    }
+    Ok(Outcome::Ok)
+}
+
+pub fn compare_runs(args: CompareArgs) -> anyhow::Result<Outcome> {
+    let (a, _) = load(&args.a)?;
+    let (b, _) = load(&args.b)?;
+    let c = compare(
+        &args.a.display().to_string(),
+        &a,
+        &args.b.display().to_string(),
+        &b,
+    );
+    let format = if args.json {
+        CompareFormat::Json
+    } else {
+        args.format
+    };
+    let text = match format {
+        CompareFormat::Json => serde_json::to_string_pretty(&c)? + "\n",
+        CompareFormat::Md => c.markdown(),
+        CompareFormat::Html => html::compare::render(&c),
+    };
+    match &args.out {
+        Some(p) => {
+            write_out(p, &text)?;
+            println!("{}", p.display());
+        }
+        None => print!("{text}"),
+    }
+    Ok(Outcome::Ok)
+}
