@@ -40,16 +40,12 @@ pub struct JobSpec {
     pub log_dir: PathBuf,
 }
 
-/// `sh`-quoting for the batch script.
+/// `sh`-quoting for the batch script (`shlex`). A NUL byte cannot reach a command line at
+/// all (argv is NUL-terminated), so it is dropped rather than refused.
 fn quote(s: &str) -> String {
-    if !s.is_empty()
-        && s.bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"-_./=:,@+".contains(&b))
-    {
-        s.to_string()
-    } else {
-        format!("'{}'", s.replace('\'', r"'\''"))
-    }
+    shlex::try_quote(&s.replace('\0', ""))
+        .map(|q| q.into_owned())
+        .unwrap_or_default()
 }
 
 impl JobSpec {
@@ -163,7 +159,19 @@ mod tests {
         let s = spec.script(&item(0));
         assert!(s.starts_with("#!/bin/sh\n"));
         assert!(s.contains(
-            "exec /opt/arena/bin/arenactl runner exec --run-dir '/shared/runs/it'\\''s here' --task python2python/arena/prefix_sum --repeat 0\n"
+            "exec /opt/arena/bin/arenactl runner exec --run-dir \"/shared/runs/it's here\" --task python2python/arena/prefix_sum --repeat 0\n"
         ), "{s}");
+    }
+
+    #[test]
+    fn quoted_words_come_back_from_sh_unchanged() {
+        for w in ["plain", "it's here", "$HOME `x` \\ \"q\"", "a\nb", "", "-x"] {
+            let o = std::process::Command::new("sh")
+                .arg("-c")
+                .arg(format!("printf %s {}", quote(w)))
+                .output()
+                .unwrap();
+            assert_eq!(String::from_utf8(o.stdout).unwrap(), w, "{}", quote(w));
+        }
     }
 }

@@ -22,7 +22,7 @@ fn constant(text: &str, name: &str) -> Option<u64> {
 pub fn performance_script(cfg: &TaskConfig) -> Option<String> {
     cfg.performance_command
         .iter()
-        .flat_map(|c| c.split_whitespace())
+        .flat_map(|c| shlex::split(c).unwrap_or_default())
         .find(|w| w.ends_with(".py") && !w.starts_with('/') && !w.contains(".."))
         .map(|w| w.trim_start_matches("./").to_string())
 }

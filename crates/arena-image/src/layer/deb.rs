@@ -11,37 +11,36 @@ use crate::layer::tree::LayerTree;
 
 const AR_MAGIC: &[u8] = b"!<arch>\n";
 
-/// Returns the bytes of the `data.tar[.xz|.zst|.gz]` member of a `.deb`.
+/// Returns the bytes of the `data.tar[.xz|.zst|.gz]` member of a `.deb` (read with the `ar`
+/// crate: a `.deb` is a common-format ar archive).
 pub fn data_member(path: &Path, deb: &[u8]) -> Result<Vec<u8>> {
-    let bad = |m: &str| ImageError::Archive {
+    let bad = |m: String| ImageError::Archive {
         path: path.to_path_buf(),
-        message: m.to_string(),
+        message: m,
     };
     if !deb.starts_with(AR_MAGIC) {
-        return Err(bad("not a Debian package (no ar header)"));
+        return Err(bad("not a Debian package (no ar header)".into()));
     }
-    let mut pos = AR_MAGIC.len();
-    while pos + 60 <= deb.len() {
-        let h = &deb[pos..pos + 60];
-        let name = String::from_utf8_lossy(&h[0..16])
-            .trim_end()
+    let mut archive = ar::Archive::new(deb);
+    while let Some(entry) = archive.next_entry() {
+        let mut entry = entry.map_err(|e| bad(format!("corrupt ar member header: {e}")))?;
+        let name = String::from_utf8_lossy(entry.header().identifier())
             .trim_end_matches('/')
             .to_string();
-        let size: usize = String::from_utf8_lossy(&h[48..58])
-            .trim()
-            .parse()
-            .map_err(|_| bad("corrupt ar member header"))?;
-        let start = pos + 60;
-        let end = start
-            .checked_add(size)
-            .filter(|&e| e <= deb.len())
-            .ok_or_else(|| bad(&format!("member `{name}` is truncated")))?;
-        if name.starts_with("data.tar") {
-            return Ok(deb[start..end].to_vec());
+        if !name.starts_with("data.tar") {
+            continue;
         }
-        pos = end + (size & 1);
+        let size = entry.header().size();
+        let mut data = Vec::with_capacity(size.min(deb.len() as u64) as usize);
+        entry
+            .read_to_end(&mut data)
+            .map_err(|e| bad(format!("member `{name}`: {e}")))?;
+        if data.len() as u64 != size {
+            return Err(bad(format!("member `{name}` is truncated")));
+        }
+        return Ok(data);
     }
-    Err(bad("no data.tar member"))
+    Err(bad("no data.tar member".into()))
 }
 
 /// Debian bookworm merges /bin, /sbin and /lib* into /usr: rewrite those paths as dpkg on a
