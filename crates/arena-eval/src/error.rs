@@ -2,11 +2,10 @@ use std::path::PathBuf;
 
 #[derive(Debug, thiserror::Error)]
 pub enum EvalError {
-    #[error("{path}: {source}")]
+    #[error("{path}: {error}")]
     Io {
         path: PathBuf,
-        #[source]
-        source: std::io::Error,
+        error: std::io::Error,
     },
     /// An agent's workspace file the evaluator refuses to take (a symlink, a directory…).
     #[error("{path}: {reason}")]
@@ -17,7 +16,7 @@ impl EvalError {
     pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> EvalError {
         EvalError::Io {
             path: path.into(),
-            source,
+            error: source,
         }
     }
 }

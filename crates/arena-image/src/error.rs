@@ -5,11 +5,10 @@ use std::path::PathBuf;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ImageError {
-    #[error("{}: {source}", path.display())]
+    #[error("{}: {error}", path.display())]
     Io {
         path: PathBuf,
-        #[source]
-        source: std::io::Error,
+        error: std::io::Error,
     },
 
     #[error("{}: {field}: {message}", file.display())]
@@ -59,10 +58,10 @@ pub enum ImageError {
         message: String,
     },
 
-    #[error("{0}")]
+    #[error(transparent)]
     Task(#[from] arena_task::TaskError),
 
-    #[error("{0}")]
+    #[error(transparent)]
     Digest(#[from] arena_digest::DigestError),
 }
 
@@ -70,7 +69,7 @@ impl ImageError {
     pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
         ImageError::Io {
             path: path.into(),
-            source,
+            error: source,
         }
     }
 

@@ -3,11 +3,10 @@ use std::path::PathBuf;
 /// What can go wrong in reading, planning or recording a run (no container involved).
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
-    #[error("{}: {source}", path.display())]
+    #[error("{}: {error}", path.display())]
     Io {
         path: PathBuf,
-        #[source]
-        source: std::io::Error,
+        error: std::io::Error,
     },
     /// A file or request field is wrong; `field` names what.
     #[error("{file}: {field}: {message}")]
@@ -40,7 +39,7 @@ impl RunError {
     pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> RunError {
         RunError::Io {
             path: path.into(),
-            source,
+            error: source,
         }
     }
 

@@ -8,11 +8,10 @@ pub enum RunnerError {
     #[error(transparent)]
     Run(#[from] RunError),
     /// The container engine failed a task run: an infrastructure error, not a result.
-    #[error("{task}: {source}")]
+    #[error("{task}: {error}")]
     Runtime {
         task: String,
-        #[source]
-        source: arena_runtime::RuntimeError,
+        error: arena_runtime::RuntimeError,
     },
     /// The untouched task fails its own gates on this machine: there is nothing to score an
     /// agent against, so the task run ends without a result (and without running the agent).

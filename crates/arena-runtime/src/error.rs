@@ -20,14 +20,13 @@ pub enum RuntimeError {
         found: String,
     },
 
-    #[error("{}: {source}", path.display())]
+    #[error("{}: {error}", path.display())]
     Io {
         path: PathBuf,
-        #[source]
-        source: std::io::Error,
+        error: std::io::Error,
     },
 
-    #[error("{0}")]
+    #[error(transparent)]
     Image(#[from] arena_image::ImageError),
 
     #[error("{what}: {message}")]
@@ -38,7 +37,7 @@ impl RuntimeError {
     pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
         RuntimeError::Io {
             path: path.into(),
-            source,
+            error: source,
         }
     }
 
@@ -69,4 +68,19 @@ pub(crate) fn call<T>(
             what: what.into(),
             status: Box::new(status),
         })
+}
+
+/// An error and its sources as one line (`transport error: No such file or directory`),
+/// skipping a source whose text the line already ends with (some errors print their source).
+pub(crate) fn with_causes(e: &dyn std::error::Error) -> String {
+    let mut line = e.to_string();
+    let mut next = e.source();
+    while let Some(cause) = next {
+        let c = cause.to_string();
+        if !line.ends_with(&c) {
+            line = format!("{line}: {c}");
+        }
+        next = cause.source();
+    }
+    line
 }

@@ -4,10 +4,10 @@ use std::path::PathBuf;
 pub enum SlurmError {
     #[error("{command}: {message}")]
     Command { command: String, message: String },
-    #[error("{}: {source}", path.display())]
+    #[error("{}: {error}", path.display())]
     Io {
         path: PathBuf,
-        source: std::io::Error,
+        error: std::io::Error,
     },
     #[error(transparent)]
     Run(#[from] arena_run::RunError),
@@ -17,7 +17,7 @@ impl SlurmError {
     pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> SlurmError {
         SlurmError::Io {
             path: path.into(),
-            source,
+            error: source,
         }
     }
 }

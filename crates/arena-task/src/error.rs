@@ -8,11 +8,10 @@ pub enum TaskError {
     #[error(transparent)]
     BadId(#[from] crate::id::BadTaskId),
 
-    #[error("{}: {source}", path.display())]
+    #[error("{}: {error}", path.display())]
     Io {
         path: PathBuf,
-        #[source]
-        source: std::io::Error,
+        error: std::io::Error,
     },
 
     #[error("{}: YAML syntax error: {message}", file.display())]
@@ -40,7 +39,7 @@ impl TaskError {
     pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
         TaskError::Io {
             path: path.into(),
-            source,
+            error: source,
         }
     }
 

@@ -222,7 +222,7 @@ pub fn task_unseen(task: &Task, opts: GenOptions) -> Result<TaskUnseen, String> 
 fn io(path: &Path, e: std::io::Error) -> TaskError {
     TaskError::Io {
         path: path.to_path_buf(),
-        source: e,
+        error: e,
     }
 }
 

@@ -55,12 +55,15 @@ fn main() -> ExitCode {
         Ok(Outcome::Invalid) => ExitCode::from(1),
         Ok(Outcome::Cancelled) => ExitCode::from(130),
         Err(e) => {
-            // Our errors already show their source; add only causes not yet in the message.
-            let mut msg = e.to_string();
-            for cause in e.chain().skip(1) {
-                let c = cause.to_string();
-                if !msg.contains(&c) {
-                    msg = format!("{msg}: {c}");
+            // Each link of the chain once. arena's errors carry their cause's text in their
+            // own message and do not repeat it as a `source`; some other crates' errors print
+            // their source too, so a link the line already ends with adds nothing.
+            let mut msg = String::new();
+            for link in e.chain().map(|c| c.to_string()) {
+                if msg.is_empty() {
+                    msg = link;
+                } else if !msg.ends_with(&link) {
+                    msg = format!("{msg}: {link}");
                 }
             }
             eprintln!("error: {msg}");

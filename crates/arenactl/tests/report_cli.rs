@@ -79,13 +79,26 @@ fn every_format_says_the_same() {
         "json",
     ]));
     assert_eq!(serde_json::from_str::<Value>(&o).unwrap(), json);
-    // Bad input is refused with the file named.
-    let o = arenactl(&["report", tmp.path().join("nothing").to_str().unwrap()]);
+    // Bad input is refused with the file named, the cause printed once.
+    let missing = tmp.path().join("nothing");
+    let o = arenactl(&["report", missing.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(1));
-    assert!(
-        String::from_utf8_lossy(&o.stderr).contains("nothing"),
-        "{o:?}"
+    assert_eq!(
+        String::from_utf8_lossy(&o.stderr),
+        format!(
+            "error: {}: No such file or directory (os error 2)\n",
+            missing.display()
+        )
     );
+    std::fs::write(
+        &missing,
+        "{\"schema\": \"arena.results/v9\", \"tasks\": []}",
+    )
+    .unwrap();
+    let o = arenactl(&["report", missing.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert_eq!(err.matches("arena.results/v9").count(), 1, "{err}");
 }
 
 #[test]

@@ -127,7 +127,7 @@ impl Engine {
         .await
         .map_err(|e| RunnerError::Runtime {
             task: item.label(),
-            source: e,
+            error: e,
         })?;
         if !removed.is_empty() {
             tracing::info!(task = %item.label(), ?removed, "removed what an earlier attempt left");

@@ -175,7 +175,7 @@ impl Engine {
                     ),
                     e => RunnerError::Runtime {
                         task: id.clone(),
-                        source: e,
+                        error: e,
                     },
                 })?;
         }

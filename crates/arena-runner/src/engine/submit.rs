@@ -63,7 +63,7 @@ impl Engine {
                     .await
                     .map_err(|e| RunnerError::Runtime {
                         task: record.run_id.clone(),
-                        source: e,
+                        error: e,
                     })?;
             if !removed.is_empty() {
                 tracing::info!(run = %record.run_id, ?removed, "removed leftovers of an interrupted runner");

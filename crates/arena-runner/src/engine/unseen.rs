@@ -114,7 +114,7 @@ impl Engine {
         if let Err(e) = cleaned {
             let e = RunnerError::Runtime {
                 task: record.run_id.clone(),
-                source: e,
+                error: e,
             };
             self.release(&h, &e.to_string());
             return Err(e);

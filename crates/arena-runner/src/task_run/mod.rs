@@ -46,7 +46,7 @@ pub async fn release_item(rt: &dyn ContainerRuntime, rundir: &RunDir, item: &Ite
         .await
         .map_err(|e| RunnerError::Runtime {
             task: item.label(),
-            source: e,
+            error: e,
         })
 }
 
@@ -139,7 +139,7 @@ impl RunContext {
     fn runtime_err(&self, item: &Item, e: arena_runtime::RuntimeError) -> RunnerError {
         RunnerError::Runtime {
             task: item.label(),
-            source: e,
+            error: e,
         }
     }
 

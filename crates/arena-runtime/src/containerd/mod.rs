@@ -65,7 +65,7 @@ impl Containerd {
                 .await
                 .map_err(|e| RuntimeError::Connect {
                     socket: socket.to_path_buf(),
-                    message: e.to_string(),
+                    message: crate::error::with_causes(&e),
                 })?;
         let c = Containerd {
             channel,
