@@ -4,5 +4,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash ci/setup.sh
 cargo fmt --all -- --check
+python3 ci/module-cycles.py   # no cycles between the modules of a crate
 cargo clippy --workspace --all-targets --locked -q -- -D warnings
 cargo test --workspace --locked --no-fail-fast

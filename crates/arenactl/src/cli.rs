@@ -5,7 +5,9 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
+mod listen;
 mod report;
+pub use listen::Listen;
 pub use report::{CompareArgs, CompareFormat, ReportArgs, ReportFormat};
 
 #[derive(Debug, Parser)]
@@ -416,7 +418,7 @@ pub enum RunnerCommand {
             default_value = "unix:/run/arena/runner.sock",
             value_name = "ADDR"
         )]
-        listen: crate::cmd::endpoint::Listen,
+        listen: Listen,
         /// Bearer tokens of TCP callers: one `NAME TOKEN` per line, mode 600.
         #[arg(long, value_name = "FILE")]
         token_file: Option<PathBuf>,

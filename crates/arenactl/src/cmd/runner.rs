@@ -89,8 +89,8 @@ pub fn run(cmd: RunnerCommand) -> anyhow::Result<Outcome> {
                 .map(|g| format!("{}:{}", g.index, g.kind))
                 .collect();
             let shown = match &listen {
-                endpoint::Listen::Unix(p) => format!("unix:{}", p.display()),
-                endpoint::Listen::Tcp(a) => format!("{a} (bearer tokens)"),
+                crate::cli::Listen::Unix(p) => format!("unix:{}", p.display()),
+                crate::cli::Listen::Tcp(a) => format!("{a} (bearer tokens)"),
             };
             eprintln!("arena runner on {shown}, GPUs [{}]", gpus.join(", "));
             endpoint::serve(engine, &listen, tokens, group, async {

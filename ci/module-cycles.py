@@ -1,0 +1,70 @@
+#!/usr/bin/env python3
+"""Fails when a crate's top-level modules depend on each other in a cycle (issue 14: the tree
+shows the architecture). A module depends on another when its code (not its comments, not its
+tests) names `crate::other`. Prints each crate's verdict; exit 1 on any cycle.
+usage: python3 ci/module-cycles.py [CRATES_DIR]"""
+import glob
+import os
+import re
+import sys
+
+
+def deps(src):
+    mods = {}
+    for root, _, files in os.walk(src):
+        for f in files:
+            if not f.endswith(".rs") or f == "tests.rs":
+                continue
+            path = os.path.join(root, f)
+            top = os.path.relpath(path, src).split("/")[0].removesuffix(".rs")
+            if top in ("lib", "main"):
+                continue
+            code = open(path).read().split("#[cfg(test)]")[0]
+            code = "\n".join(l for l in code.splitlines() if not l.lstrip().startswith("//"))
+            refs = set(re.findall(r"crate::(\w+)", code)) - {top}
+            mods.setdefault(top, set()).update(refs)
+    return {m: {r for r in rs if r in mods} for m, rs in mods.items()}
+
+
+def cycles(g):
+    """Strongly connected components of more than one module (Tarjan)."""
+    index, low, stack, on, out, n = {}, {}, [], set(), [], [0]
+
+    def visit(v):
+        index[v] = low[v] = n[0]
+        n[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in sorted(g[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for v in sorted(g):
+        if v not in index:
+            visit(v)
+    return out
+
+
+bad = False
+for src in sorted(glob.glob(os.path.join(sys.argv[1] if len(sys.argv) > 1 else "crates", "*/src"))):
+    found = cycles(deps(src))
+    crate = os.path.basename(os.path.dirname(src))
+    if found:
+        bad = True
+        print(f"{crate}: modules depend on each other in a cycle: {found}")
+    else:
+        print(f"{crate}: no module cycles")
+sys.exit(1 if bad else 0)
