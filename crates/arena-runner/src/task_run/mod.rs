@@ -7,6 +7,8 @@
 
 mod agent;
 mod baseline;
+#[cfg(test)]
+mod edge_tests;
 mod evaluate;
 mod image;
 mod result;
