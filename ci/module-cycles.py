@@ -9,15 +9,28 @@ import re
 import sys
 
 
+def test_only(src):
+    """Top-level modules the crate root declares under #[cfg(test)]."""
+    out = set()
+    for root in ("lib.rs", "main.rs"):
+        try:
+            text = open(os.path.join(src, root)).read()
+        except OSError:
+            continue
+        out |= set(re.findall(r"#\[cfg\(test\)\]\s*(?:pub(?:\(crate\))? )?mod (\w+);", text))
+    return out
+
+
 def deps(src):
     mods = {}
+    skip = test_only(src)
     for root, _, files in os.walk(src):
         for f in files:
-            if not f.endswith(".rs") or f == "tests.rs":
+            if not f.endswith(".rs") or f.endswith("tests.rs"):
                 continue
             path = os.path.join(root, f)
             top = os.path.relpath(path, src).split("/")[0].removesuffix(".rs")
-            if top in ("lib", "main"):
+            if top in ("lib", "main") or top in skip:
                 continue
             code = open(path).read().split("#[cfg(test)]")[0]
             code = "\n".join(l for l in code.splitlines() if not l.lstrip().startswith("//"))
