@@ -48,7 +48,34 @@ pub struct SetFile {
 pub struct Skipped {
     pub task_id: String,
     pub reason: String,
+    /// Why, as a class (sets written before classes were recorded have none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<SkipKind>,
 }
+
+/// Why a task has no configurations in a set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SkipKind {
+    /// The task itself could not be read (its config.yaml is invalid).
+    InvalidTask,
+    /// The task declares no shapes in any form arena reads.
+    NoDeclaration,
+    /// A declaration is there, but it cannot be read or rewritten (computed shapes…).
+    Unreadable,
+    /// Its shapes were read, but no configurations could be made from them.
+    GenerationFailed,
+}
+
+impl SkipKind {
+    /// Whether a set that skipped the task for this is partial: every kind but a task that
+    /// simply declares no shapes.
+    pub fn is_failure(self) -> bool {
+        self != SkipKind::NoDeclaration
+    }
+}
+
+const NO_DECLARATION: &str = "no shape declaration found";
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Manifest {
@@ -199,16 +226,31 @@ pub fn find_declaration(task: &Task) -> Result<FoundDeclaration, String> {
         return Ok(f);
     }
     Err(format!(
-        "no shape declaration found: no `{DECLARATION} = [...]` in {harness}, no \
+        "{NO_DECLARATION}: no `{DECLARATION} = [...]` in {harness}, no \
          `@pytest.mark.parametrize` list and no `def get_inputs()` in the task's other Python files"
     ))
 }
 
 /// Reads the visible declaration of a task and generates its configurations.
 pub fn task_unseen(task: &Task, opts: GenOptions) -> Result<TaskUnseen, String> {
-    let found = find_declaration(task)?;
-    let configs = generate(&task.id, &found.entries, opts)
-        .map_err(|e| format!("{}: {e}", task.dir.join(&found.file).display()))?;
+    classified(task, opts).map_err(|(_, reason)| reason)
+}
+
+fn classified(task: &Task, opts: GenOptions) -> Result<TaskUnseen, (SkipKind, String)> {
+    let found = find_declaration(task).map_err(|r| {
+        let kind = if r.starts_with(NO_DECLARATION) {
+            SkipKind::NoDeclaration
+        } else {
+            SkipKind::Unreadable
+        };
+        (kind, r)
+    })?;
+    let configs = generate(&task.id, &found.entries, opts).map_err(|e| {
+        (
+            SkipKind::GenerationFailed,
+            format!("{}: {e}", task.dir.join(&found.file).display()),
+        )
+    })?;
     Ok(TaskUnseen {
         schema: TASK_SCHEMA.into(),
         task_id: task.id.to_string(),
@@ -228,6 +270,17 @@ fn io(path: &Path, e: std::io::Error) -> TaskError {
 
 /// Generates and writes a sealed set for `tasks` into `out` (which must not exist or be empty).
 pub fn write_set(tasks: &[Task], opts: GenOptions, out: &Path) -> Result<Manifest, TaskError> {
+    write_set_with(tasks, Vec::new(), opts, out)
+}
+
+/// [`write_set`], with tasks that could not even be loaded (`refused`, each with its reason)
+/// recorded among the skipped: one bad task never stops a set.
+pub fn write_set_with(
+    tasks: &[Task],
+    refused: Vec<Skipped>,
+    opts: GenOptions,
+    out: &Path,
+) -> Result<Manifest, TaskError> {
     if out.exists()
         && std::fs::read_dir(out)
             .map_err(|e| io(out, e))?
@@ -254,9 +307,9 @@ pub fn write_set(tasks: &[Task], opts: GenOptions, out: &Path) -> Result<Manifes
     let mut sorted: Vec<&Task> = tasks.iter().collect();
     sorted.sort_by(|a, b| a.id.cmp(&b.id));
     let mut files = Vec::new();
-    let mut skipped = Vec::new();
+    let mut skipped = refused;
     for t in sorted {
-        match task_unseen(t, opts) {
+        match classified(t, opts) {
             Ok(u) => {
                 let mut bytes = serde_json::to_vec_pretty(&u).expect("serializes");
                 bytes.push(b'\n');
@@ -269,12 +322,14 @@ pub fn write_set(tasks: &[Task], opts: GenOptions, out: &Path) -> Result<Manifes
                     sha256: sha256_hex(&bytes),
                 });
             }
-            Err(reason) => skipped.push(Skipped {
+            Err((kind, reason)) => skipped.push(Skipped {
                 task_id: t.id.to_string(),
                 reason,
+                kind: Some(kind),
             }),
         }
     }
+    skipped.sort_by(|a, b| a.task_id.cmp(&b.task_id));
     let mut m = Manifest {
         schema: SET_SCHEMA.into(),
         seed: opts.seed,

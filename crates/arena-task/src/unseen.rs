@@ -246,8 +246,15 @@ pub fn generate(
     let visible_src: Vec<String> = visible.iter().map(Value::to_python).collect();
     let mut out: Vec<UnseenConfig> = Vec::new();
     let mut attempts = 0;
+    let (mut made, mut failed) = ([0usize; 6], [0usize; 6]);
     while out.len() < opts.per_task && attempts < opts.per_task * 64 {
-        let category = CATEGORIES[(attempts + out.len()) % CATEGORIES.len()];
+        // The category with the fewest configurations so far (a failed attempt counts a
+        // quarter), first in order on a tie: every category gets one before any gets two, and
+        // one that cannot be made here gives way after four tries.
+        let pick = (0..CATEGORIES.len())
+            .min_by_key(|&i| (4 * made[i] + failed[i], i))
+            .expect("six categories");
+        let category = CATEGORIES[pick];
         attempts += 1;
         // Start from a visible entry (its dtype and flags are kept).
         let mut f = flats[(rng.next() % flats.len() as u64) as usize].clone();
@@ -303,186 +310,64 @@ pub fn generate(
             }
             Category::ProductionRealistic => {
                 if dim_pos.len() >= 2 {
-                    set(&mut f, dim_pos[0], rng.pick(TOKENS));
+                    let d0 = dim_pos[0];
+                    let tokens: Vec<i64> = TOKENS
+                        .iter()
+                        .copied()
+                        .filter(|&t| t <= 4 * max_of(d0))
+                        .collect();
+                    set(
+                        &mut f,
+                        d0,
+                        rng.pick(if tokens.is_empty() { TOKENS } else { &tokens }),
+                    );
                     for &p in &dim_pos[1..] {
-                        set(&mut f, p, rng.pick(HIDDEN));
+                        // Model sizes this dimension could take: those up to four times its
+                        // visible largest (a small task stays small), else its visible sizes.
+                        let fits: Vec<i64> = HIDDEN
+                            .iter()
+                            .copied()
+                            .filter(|&h| h <= 4 * max_of(p))
+                            .collect();
+                        let v = if fits.is_empty() {
+                            rng.pick(&[min_of(p), max_of(p)])
+                        } else {
+                            rng.pick(&fits)
+                        };
+                        set(&mut f, p, v);
                     }
                 } else {
-                    set(&mut f, dim_pos[0], rng.pick(TOKENS) * rng.pick(HIDDEN));
+                    // tokens × hidden, as a flattened activation, up to four times the
+                    // visible largest.
+                    let d0 = dim_pos[0];
+                    let sizes: Vec<i64> = TOKENS
+                        .iter()
+                        .flat_map(|t| HIDDEN.iter().map(move |h| t * h))
+                        .filter(|&n| n <= 4 * max_of(d0))
+                        .collect();
+                    let v = if sizes.is_empty() {
+                        rng.pick(&[min_of(d0), max_of(d0)])
+                    } else {
+                        rng.pick(&sizes)
+                    };
+                    set(&mut f, d0, v);
                 }
             }
         }
         if memory_estimate(&f) > opts.memory_budget || work(&f) > max_work {
+            failed[pick] += 1;
             continue;
         }
         let entry = rebuild(first, &mut f.iter()).to_python();
         if visible_src.contains(&entry) || out.iter().any(|o| o.entry == entry) {
+            failed[pick] += 1;
             continue;
         }
+        made[pick] += 1;
         out.push(UnseenConfig { category, entry });
     }
     Ok(out)
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn category_names_are_their_serialized_names() {
-        for c in CATEGORIES {
-            assert_eq!(serde_json::to_value(c).unwrap(), c.as_str());
-        }
-    }
-    use crate::shapes::read_decl;
-
-    fn visible(src: &str) -> Vec<Value> {
-        read_decl(src, "TEST_SHAPES").unwrap().entries
-    }
-
-    #[test]
-    fn same_seed_same_configs_new_seed_new_configs() {
-        let v = visible("TEST_SHAPES = [(1, 128), (64, 1000), (256, 4096), (1024, 8192)]\n");
-        let a = generate(
-            "t",
-            &v,
-            GenOptions {
-                seed: 7,
-                ..Default::default()
-            },
-        )
-        .unwrap();
-        let b = generate(
-            "t",
-            &v,
-            GenOptions {
-                seed: 7,
-                ..Default::default()
-            },
-        )
-        .unwrap();
-        let c = generate(
-            "t",
-            &v,
-            GenOptions {
-                seed: 8,
-                ..Default::default()
-            },
-        )
-        .unwrap();
-        assert_eq!(a, b);
-        assert_ne!(a, c);
-        assert_eq!(a.len(), 8);
-        // All six categories, none equal to a visible shape or to each other.
-        for cat in CATEGORIES {
-            assert!(
-                a.iter().any(|x| x.category == cat),
-                "{cat:?} missing: {a:?}"
-            );
-        }
-        let vis: Vec<String> = v.iter().map(Value::to_python).collect();
-        for (i, x) in a.iter().enumerate() {
-            assert!(!vis.contains(&x.entry), "{x:?}");
-            assert!(a[i + 1..].iter().all(|y| y.entry != x.entry), "{x:?}");
-        }
-    }
-
-    #[test]
-    fn dtypes_are_kept_and_the_budget_is_respected() {
-        let v = visible("TEST_SHAPES = [(1, 4096, \"float16\"), (2048, 4096, \"bfloat16\")]\n");
-        let budget = 64 << 20;
-        let a = generate(
-            "r",
-            &v,
-            GenOptions {
-                seed: 1,
-                per_task: 8,
-                memory_budget: budget,
-                ..Default::default()
-            },
-        )
-        .unwrap();
-        assert!(!a.is_empty());
-        for x in &a {
-            let e = read_decl(&format!("TEST_SHAPES = [{}]\n", x.entry), "TEST_SHAPES")
-                .unwrap()
-                .entries;
-            let mut f = Vec::new();
-            leaves(&e[0], &mut f);
-            assert!(
-                matches!(&f[2], Value::Str(s) if s == "float16" || s == "bfloat16"),
-                "{x:?}"
-            );
-            assert!(memory_estimate(&f) <= budget, "{x:?}");
-        }
-    }
-
-    #[test]
-    fn alignment_stress_uses_primes_and_scale_up_grows_the_dominant_dimension() {
-        let v = visible("TEST_SHAPES = [(16, 16, 16), (32, 48, 64), (64, 64, 64)]\n");
-        let a = generate(
-            "m",
-            &v,
-            GenOptions {
-                seed: 3,
-                per_task: 12,
-                memory_budget: 1 << 40,
-                ..Default::default()
-            },
-        )
-        .unwrap();
-        let ints = |s: &str| -> Vec<i64> {
-            s.trim_matches(|c| c == '(' || c == ')')
-                .split(", ")
-                .map(|x| x.parse().unwrap())
-                .collect()
-        };
-        let align = a
-            .iter()
-            .find(|x| x.category == Category::AlignmentStress)
-            .unwrap();
-        assert!(
-            ints(&align.entry).iter().all(|d| PRIMES.contains(d)),
-            "{align:?}"
-        );
-        let up = a.iter().find(|x| x.category == Category::ScaleUp).unwrap();
-        assert!(ints(&up.entry).iter().max().unwrap() >= &128, "{up:?}");
-        // The work bound: no config does more than 16× the largest visible product.
-        for x in &a {
-            assert!(
-                ints(&x.entry).iter().product::<i64>() <= 16 * 64 * 64 * 64,
-                "{x:?}"
-            );
-        }
-    }
-
-    #[test]
-    fn one_dimensional_and_refusals() {
-        let v = visible("TEST_SHAPES = [(1000,), (10000,), (100000,)]\n");
-        let a = generate(
-            "p",
-            &v,
-            GenOptions {
-                seed: 2,
-                ..Default::default()
-            },
-        )
-        .unwrap();
-        assert_eq!(a.len(), 8);
-        assert!(a.iter().all(|x| x.entry.ends_with(",)")), "{a:?}");
-        assert_eq!(
-            generate("x", &[], GenOptions::default()),
-            Err(GenError::Empty)
-        );
-        let mixed = visible("TEST_SHAPES = [(1, 2), (1, 2, 3)]\n");
-        assert!(matches!(
-            generate("x", &mixed, GenOptions::default()),
-            Err(GenError::Mixed { index: 1, .. })
-        ));
-        let none = visible("TEST_SHAPES = [(\"a\",), (\"b\",)]\n");
-        assert_eq!(
-            generate("x", &none, GenOptions::default()),
-            Err(GenError::NoDimensions)
-        );
-    }
-}
+mod tests;

@@ -1,5 +1,6 @@
 //! Command-line definition. Exit codes: 0 success, 1 invalid input or a failed operation,
-//! 2 usage error (clap's own), 130 a run cancelled by Ctrl-C (resumable).
+//! 2 usage error (clap's own), 3 partly done (`unseen generate`: some tasks got no set, each
+//! named with its reason), 130 a run cancelled by Ctrl-C (resumable).
 
 use std::path::PathBuf;
 

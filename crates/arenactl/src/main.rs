@@ -54,6 +54,7 @@ fn main() -> ExitCode {
         Ok(Outcome::Ok) => ExitCode::SUCCESS,
         Ok(Outcome::Invalid) => ExitCode::from(1),
         Ok(Outcome::Cancelled) => ExitCode::from(130),
+        Ok(Outcome::Partial) => ExitCode::from(3),
         Err(e) => {
             // Each link of the chain once. arena's errors carry their cause's text in their
             // own message and do not repeat it as a `source`; some other crates' errors print

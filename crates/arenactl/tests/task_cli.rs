@@ -363,3 +363,107 @@ fn unseen_sets_are_sealed_and_reproducible() {
         stderr(&d)
     );
 }
+
+#[test]
+fn one_bad_task_never_stops_a_set_and_the_exit_code_says_partial() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("tasks");
+    // A good task (a copy of the prefix_sum sample), one whose config is invalid, one that
+    // declares no shapes.
+    let good = root.join("python2python/x/good");
+    std::fs::create_dir_all(good.join("source")).unwrap();
+    std::fs::create_dir_all(good.join("scripts")).unwrap();
+    let sample = repo().join("tasks/python2python/arena/prefix_sum");
+    for f in [
+        "config.yaml",
+        "source/prefix_sum.py",
+        "scripts/task_runner.py",
+    ] {
+        std::fs::copy(sample.join(f), good.join(f)).unwrap();
+    }
+    let bad = root.join("python2python/x/bad");
+    std::fs::create_dir_all(&bad).unwrap();
+    std::fs::write(bad.join("config.yaml"), "task_type: python2python\n").unwrap();
+    let plain = root.join("python2python/x/plain");
+    std::fs::create_dir_all(plain.join("source")).unwrap();
+    std::fs::copy(sample.join("config.yaml"), plain.join("config.yaml")).unwrap();
+    std::fs::copy(
+        sample.join("source/prefix_sum.py"),
+        plain.join("source/prefix_sum.py"),
+    )
+    .unwrap();
+    std::fs::create_dir_all(plain.join("scripts")).unwrap();
+    std::fs::write(
+        plain.join("scripts/task_runner.py"),
+        "print('no shapes here')\n",
+    )
+    .unwrap();
+
+    let o = arenactl(
+        &[
+            "unseen", "generate", "--tasks", "tasks", "--seed", "3", "--out", "set", "--json",
+        ],
+        tmp.path(),
+    );
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    let m: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let cov = &m["coverage"];
+    assert_eq!(
+        (
+            cov["tasks"].as_u64(),
+            cov["with_set"].as_u64(),
+            cov["no_declaration"].as_u64(),
+            cov["failed"].as_u64()
+        ),
+        (Some(3), Some(1), Some(1), Some(1)),
+        "{m}"
+    );
+    assert_eq!(cov["all_categories"], 1, "{m}");
+    let skipped = m["skipped"].as_array().unwrap();
+    let kind = |id: &str| {
+        skipped.iter().find(|s| s["task_id"] == id).unwrap()["kind"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    assert_eq!(kind("python2python/x/bad"), "invalid_task");
+    assert_eq!(kind("python2python/x/plain"), "no_declaration");
+    assert!(
+        stderr(&o).contains("python2python/x/bad: skipped:"),
+        "{}",
+        stderr(&o)
+    );
+    // The set is sealed as any other.
+    let d = arenactl(&["unseen", "digest", "set"], tmp.path());
+    assert_eq!(d.status.code(), Some(0), "{}", stderr(&d));
+
+    // Without the bad task it is whole: exit 0 (a task declaring no shapes is no failure).
+    std::fs::remove_dir_all(&bad).unwrap();
+    let o = arenactl(
+        &[
+            "unseen", "generate", "--tasks", "tasks", "--seed", "3", "--out", "set2",
+        ],
+        tmp.path(),
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+
+    // The same id under two --tasks roots is refused, naming both.
+    let other = tmp.path().join("other/python2python/x/good");
+    std::fs::create_dir_all(other.parent().unwrap()).unwrap();
+    std::fs::create_dir_all(&other).unwrap();
+    std::fs::copy(good.join("config.yaml"), other.join("config.yaml")).unwrap();
+    let o = arenactl(
+        &[
+            "unseen", "generate", "--tasks", "tasks", "other", "--seed", "3", "--out", "set3",
+        ],
+        tmp.path(),
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let e = stderr(&o);
+    assert!(
+        e.contains("names two tasks")
+            && e.contains("tasks/python2python/x/good")
+            && e.contains("other/python2python/x/good"),
+        "{e}"
+    );
+}

@@ -18,6 +18,8 @@ pub enum Outcome {
     Invalid,
     /// Interrupted and cancelled cleanly (exit code 130, as after SIGINT).
     Cancelled,
+    /// Done, but not for everything asked: what was left out is named (exit code 3).
+    Partial,
 }
 
 pub fn print_json(v: &impl serde::Serialize) -> anyhow::Result<()> {

@@ -1,7 +1,11 @@
 //! `arenactl unseen generate|digest|eval`.
 
-use arena_task::hidden::{verify_set, write_set};
-use arena_task::unseen::GenOptions;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use arena_task::hidden::{verify_set, write_set_with, Manifest, SkipKind, Skipped, TaskUnseen};
+use arena_task::unseen::{GenOptions, CATEGORIES};
 use arena_task::{discover, Task};
 
 use super::{print_json, Outcome};
@@ -17,36 +21,17 @@ pub fn run(cmd: UnseenCommand) -> anyhow::Result<Outcome> {
             memory_budget_gib,
             max_scale,
             json,
-        } => {
-            let mut loaded = Vec::new();
-            for dir in &tasks {
-                for f in discover(dir)? {
-                    loaded.push(Task::load(&f.dir, &f.id).map_err(|e| anyhow::anyhow!("{e}"))?);
-                }
-            }
-            let opts = GenOptions {
+        } => generate(
+            &tasks,
+            GenOptions {
                 seed,
                 per_task,
                 memory_budget: memory_budget_gib << 30,
                 max_scale,
-            };
-            let m = write_set(&loaded, opts, &out)?;
-            for s in &m.skipped {
-                eprintln!("warning: {}: skipped: {}", s.task_id, s.reason);
-            }
-            if json.json {
-                print_json(&m)?;
-            } else {
-                println!(
-                    "{}  {} ({} tasks, {} skipped)",
-                    m.set_digest,
-                    out.display(),
-                    m.files.len(),
-                    m.skipped.len()
-                );
-            }
-            Ok(Outcome::Ok)
-        }
+            },
+            &out,
+            json.json,
+        ),
         UnseenCommand::Eval(args) => super::run::unseen_eval(*args),
         UnseenCommand::Digest { dir, json } => {
             let m = verify_set(&dir)?;
@@ -60,4 +45,112 @@ pub fn run(cmd: UnseenCommand) -> anyhow::Result<Outcome> {
             Ok(Outcome::Ok)
         }
     }
+}
+
+/// `arenactl unseen generate`: every task found gets a set or a named reason; a task that
+/// cannot be read never stops the others (exit code 3 says the set is partial).
+fn generate(
+    roots: &[PathBuf],
+    opts: GenOptions,
+    out: &Path,
+    json: bool,
+) -> anyhow::Result<Outcome> {
+    let mut loaded = Vec::new();
+    let mut refused = Vec::new();
+    let mut seen: BTreeMap<String, PathBuf> = BTreeMap::new();
+    for root in roots {
+        for f in discover(root)? {
+            if let Some(first) = seen.insert(f.id.clone(), f.dir.clone()) {
+                anyhow::bail!(
+                    "task id `{}` names two tasks: {} and {} (ids are relative to each --tasks \
+                     directory; give a common parent instead)",
+                    f.id,
+                    first.display(),
+                    f.dir.display()
+                );
+            }
+            match Task::load(&f.dir, &f.id) {
+                Ok(t) => loaded.push(t),
+                Err(e) => refused.push(Skipped {
+                    task_id: f.id.clone(),
+                    reason: e.to_string(),
+                    kind: Some(SkipKind::InvalidTask),
+                }),
+            }
+        }
+    }
+    let m = write_set_with(&loaded, refused, opts, out)?;
+    let cov = coverage(&m, out, seen.len())?;
+    for s in &m.skipped {
+        eprintln!("warning: {}: skipped: {}", s.task_id, s.reason);
+    }
+    if json {
+        let mut v = serde_json::to_value(&m)?;
+        v["coverage"] = serde_json::to_value(&cov)?;
+        print_json(&v)?;
+    } else {
+        println!(
+            "{}  {} ({} tasks, {} skipped)",
+            m.set_digest,
+            out.display(),
+            m.files.len(),
+            m.skipped.len()
+        );
+        println!(
+            "coverage: {} of {} tasks have a set ({} declare no shapes, {} could not be read or \
+             generated); {} of {} sets cover all {} categories",
+            cov.with_set,
+            cov.tasks,
+            cov.no_declaration,
+            cov.failed,
+            cov.all_categories,
+            cov.with_set,
+            CATEGORIES.len()
+        );
+    }
+    Ok(if cov.failed > 0 {
+        Outcome::Partial
+    } else {
+        Outcome::Ok
+    })
+}
+
+/// What a set covers: tasks with configurations, why the others have none, and the
+/// categories each set's configurations fall in.
+#[derive(serde::Serialize)]
+struct Coverage {
+    tasks: usize,
+    with_set: usize,
+    no_declaration: usize,
+    failed: usize,
+    all_categories: usize,
+    categories: BTreeMap<String, Vec<&'static str>>,
+}
+
+fn coverage(m: &Manifest, out: &Path, tasks: usize) -> anyhow::Result<Coverage> {
+    let mut categories = BTreeMap::new();
+    for f in &m.files {
+        let p = out.join(&f.file);
+        let u: TaskUnseen = serde_json::from_slice(
+            &std::fs::read(&p).with_context(|| format!("reading {}", p.display()))?,
+        )?;
+        let cats: BTreeSet<&'static str> = u.configs.iter().map(|c| c.category.as_str()).collect();
+        categories.insert(f.task_id.clone(), cats.into_iter().collect::<Vec<_>>());
+    }
+    let failed = m
+        .skipped
+        .iter()
+        .filter(|s| s.kind.is_none_or(|k| k.is_failure()))
+        .count();
+    Ok(Coverage {
+        tasks,
+        with_set: m.files.len(),
+        no_declaration: m.skipped.len() - failed,
+        failed,
+        all_categories: categories
+            .values()
+            .filter(|c: &&Vec<&str>| c.len() == CATEGORIES.len())
+            .count(),
+        categories,
+    })
 }
