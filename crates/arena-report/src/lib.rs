@@ -10,6 +10,7 @@ pub mod error;
 pub mod fixture;
 pub mod generalization;
 pub mod html;
+pub mod noise;
 pub mod plots;
 pub mod score;
 pub mod stats;
@@ -32,6 +33,8 @@ pub struct Report {
     pub aggregates: Vec<Aggregate>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub generalization: Vec<GeneralizationSummary>,
+    /// fast_p counted on the lower bounds of bootstrap intervals ([`noise`]).
+    pub noise_aware: Vec<noise::NoiseAware>,
 }
 
 impl Report {
@@ -52,12 +55,17 @@ impl Report {
             tasks,
             aggregates,
             generalization: summarize_by_type(results),
+            noise_aware: noise::noise_aware_by_type(results),
         })
     }
 
     pub fn markdown(&self) -> String {
         let mut out = table::aggregates_markdown(&self.aggregates);
         out.push_str(&self.measured_line());
+        if self.noise_aware.iter().any(|n| n.with_interval > 0) {
+            out.push_str("\nNoise-aware (95% bootstrap intervals of the paired samples):\n\n");
+            out.push_str(&noise::markdown(&self.noise_aware));
+        }
         if !self.generalization.is_empty() {
             out.push_str("\nGeneralization to unseen configurations:\n\n");
             out.push_str(&table::generalization_markdown(&self.generalization));
@@ -109,6 +117,7 @@ mod tests {
             ],
             aggregates: vec![],
             generalization: vec![],
+            noise_aware: vec![],
         };
         assert_eq!(
             r.measured_line(),

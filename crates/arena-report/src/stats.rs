@@ -42,6 +42,14 @@ pub fn pairs(case: &PerfCase) -> Option<Vec<(f64, f64)>> {
 /// median(baseline) / median(candidate) — resampling each case's pairs with their pairing
 /// kept. `None` unless every case has paired samples.
 pub fn speedup_interval(cases: &[PerfCase]) -> Option<(f64, f64)> {
+    let mut stats = speedup_resampler(cases)?;
+    stats.sort_by(f64::total_cmp);
+    Some((quantile(&stats, 0.025), quantile(&stats, 0.975)))
+}
+
+/// The [`RESAMPLES`] bootstrap draws of that speedup, in draw order (seeded: the same cases
+/// give the same draws); `None` unless every case has paired samples.
+pub fn speedup_resampler(cases: &[PerfCase]) -> Option<Vec<f64>> {
     let per_case: Vec<Vec<(f64, f64)>> = cases.iter().map(pairs).collect::<Option<_>>()?;
     if per_case.is_empty() {
         return None;
@@ -63,8 +71,7 @@ pub fn speedup_interval(cases: &[PerfCase]) -> Option<(f64, f64)> {
         }
         stats.push(sum / per_case.len() as f64);
     }
-    stats.sort_by(f64::total_cmp);
-    Some((quantile(&stats, 0.025), quantile(&stats, 0.975)))
+    Some(stats)
 }
 
 /// A 95% percentile-bootstrap interval for the mean of `xs` (resampling the values).

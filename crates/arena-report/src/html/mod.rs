@@ -76,6 +76,29 @@ fn aggregates_table(rows: &[Aggregate]) -> String {
     out
 }
 
+fn noise_table(rows: &[crate::noise::NoiseAware]) -> String {
+    let mut out = String::from(
+        "<table id=\"noise\"><thead><tr><th>task type</th><th>tasks</th><th>with interval</th>\
+         <th>fast₁ % (lower bound ≥ 1)</th><th>fast₂ % (lower bound ≥ 2)</th>\
+         <th>median ± %</th></tr></thead><tbody>",
+    );
+    for n in rows {
+        let _ = write!(
+            out,
+            "<tr data-type=\"{}\"><td>{}</td>{}{}{}{}{}</tr>",
+            attr(&n.task_type),
+            esc(&n.task_type),
+            num("tasks", Some(n.tasks as f64), 0),
+            num("with_interval", Some(n.with_interval as f64), 0),
+            num("fast1", Some(n.fast1), 1),
+            num("fast2", Some(n.fast2), 1),
+            num("median_half_width_pct", n.median_half_width_pct, 1),
+        );
+    }
+    out.push_str("</tbody></table>");
+    out
+}
+
 fn generalization_table(rows: &[GeneralizationSummary]) -> String {
     let mut out = String::from(
         "<table id=\"generalization\"><thead><tr><th>task type</th><th>task runs</th>\
@@ -189,6 +212,14 @@ pub fn render(report: &Report, results: &[TaskResult], info: &PageInfo) -> Strin
     );
     out.push_str("<h2>Aggregates (AgentKernelArena)</h2>");
     out.push_str(&aggregates_table(&report.aggregates));
+    if report.noise_aware.iter().any(|n| n.with_interval > 0) {
+        out.push_str(
+            "<h2>Noise-aware</h2><p class=\"muted\">A task counts as faster than p only when the \
+             lower bound of its speedup's 95% bootstrap interval (paired samples, repeats pooled) \
+             clears p.</p>",
+        );
+        out.push_str(&noise_table(&report.noise_aware));
+    }
     if !report.generalization.is_empty() {
         out.push_str("<h2>Generalization to unseen configurations</h2>");
         out.push_str(&generalization_table(&report.generalization));

@@ -55,6 +55,13 @@ fn the_numbers_on_the_page_are_the_reports() {
         let g = cell(&html, "aggregates", ty, "geomean_speedup");
         assert_eq!(g.parse::<f64>().ok(), a["geomean_speedup"].as_f64(), "{ty}");
     }
+    for n in json["noise_aware"].as_array().unwrap() {
+        let ty = n["task_type"].as_str().unwrap();
+        for key in ["fast1", "fast2", "with_interval"] {
+            let on_page: f64 = cell(&html, "noise", ty, key).parse().unwrap();
+            assert_eq!(on_page, n[key].as_f64().unwrap(), "noise {ty} {key}");
+        }
+    }
     for g in json["generalization"].as_array().unwrap() {
         let ty = g["task_type"].as_str().unwrap();
         let on_page: f64 = cell(&html, "generalization", ty, "both_pass")
