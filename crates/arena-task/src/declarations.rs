@@ -1,9 +1,10 @@
-//! The three ways a task declares its visible shapes (TASK-FORMAT.md), read without running
-//! Python and rewritten in a private copy of the file:
+//! The ways a task declares its visible shapes (TASK-FORMAT.md), read without running Python
+//! and rewritten in a private copy of the file:
 //! - a module-level `TEST_SHAPES = [...]` literal (vllm task runners; [`crate::shapes`]);
 //! - `@pytest.mark.parametrize("M, N", [...])` lists (rocmbench test files);
 //! - the module-level integer constants `get_inputs()` builds its tensors from (gpumode /
-//!   KernelBench modules: `batch_size = 16` … `torch.randn(batch_size, dim)`).
+//!   KernelBench modules: `batch_size = 16` … `torch.randn(batch_size, dim)`);
+//! - a literal list `get_inputs()` walks from a local name ([`local`]; gpumode activations).
 //!
 //! The first two hold every configuration in one list; `get_inputs()` describes exactly one,
 //! so an unseen set for it is evaluated one configuration per rewritten copy.
@@ -21,6 +22,8 @@ pub enum Declaration {
     Parametrize(String),
     /// The integer constants `get_inputs()` uses.
     GetInputs,
+    /// A literal list of shapes `get_inputs()` holds in a local name ([`local`]).
+    Local(String),
 }
 
 impl Declaration {
@@ -29,6 +32,8 @@ impl Declaration {
     pub fn parse(s: &str) -> Declaration {
         if s == "get_inputs()" {
             Declaration::GetInputs
+        } else if let Some(name) = s.strip_prefix("get_inputs().") {
+            Declaration::Local(name.to_string())
         } else if let Some(args) = s
             .strip_prefix("parametrize(")
             .and_then(|r| r.strip_suffix(')'))
@@ -51,6 +56,7 @@ impl fmt::Display for Declaration {
             Declaration::Assign(n) => write!(f, "{n}"),
             Declaration::Parametrize(a) => write!(f, "parametrize({a})"),
             Declaration::GetInputs => write!(f, "get_inputs()"),
+            Declaration::Local(n) => write!(f, "get_inputs().{n}"),
         }
     }
 }
@@ -74,7 +80,20 @@ pub fn visible_entries(src: &str, decl: &Declaration) -> Result<Vec<Value>, Shap
                 d.constants.iter().map(|c| Value::Int(c.value)).collect(),
             )])
         }
+        Declaration::Local(name) => Ok(read_local(src, name)?.entries),
     }
+}
+
+/// The local list of `get_inputs()`, which must be held in `name`.
+fn read_local(src: &str, name: &str) -> Result<crate::shapes::ShapeDecl, ShapeError> {
+    let d = local::read_local_list(src)?;
+    if d.name != name {
+        return Err(ShapeError::GetInputs {
+            line: d.line,
+            message: format!("holds its shapes in `{}`, not `{name}`", d.name),
+        });
+    }
+    Ok(d)
 }
 
 /// `src` with the declaration's shapes replaced by `entries` (Python source, as in a sealed
@@ -96,6 +115,7 @@ pub fn rewrite(src: &str, decl: &Declaration, entries: &[String]) -> Result<Stri
             };
             rewrite_get_inputs(src, &read_get_inputs(src)?, entry)
         }
+        Declaration::Local(name) => Ok(rewrite_source(src, &read_local(src, name)?, entries)),
     }
 }
 
@@ -108,7 +128,7 @@ pub struct ParametrizeDecl {
     pub decl: crate::shapes::ShapeDecl,
 }
 
-fn has_int(v: &Value) -> bool {
+pub(crate) fn has_int(v: &Value) -> bool {
     match v {
         Value::Int(_) => true,
         Value::Tuple(xs) | Value::List(xs) => xs.iter().any(has_int),
@@ -466,5 +486,6 @@ pub fn rewrite_get_inputs(
     Ok(out)
 }
 
+pub mod local;
 #[cfg(test)]
 mod tests;

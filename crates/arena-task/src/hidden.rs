@@ -185,41 +185,49 @@ pub fn find_declaration(task: &Task) -> Result<FoundDeclaration, String> {
             Err(e) => return Err(at(rel, e)),
         }
     }
-    let mut found: Option<(FoundDeclaration, Vec<String>)> = None;
+    // Every file with a `get_inputs()` must declare the same (a gpumode task's functional and
+    // module files are rewritten alike): the constants it uses, or its local list.
+    let mut found: Option<(FoundDeclaration, String)> = None;
     for rel in &files {
         let src = read(rel)?;
-        match read_get_inputs(&src) {
+        let (declaration, key) = match read_get_inputs(&src) {
             Ok(d) => {
                 let names: Vec<String> = d.constants.iter().map(|c| c.name.clone()).collect();
-                match &mut found {
-                    None => {
-                        let entries = visible_entries(&src, &Declaration::GetInputs)
-                            .map_err(|e| at(rel, e))?;
-                        found = Some((
-                            FoundDeclaration {
-                                file: rel.clone(),
-                                declaration: Declaration::GetInputs,
-                                entries,
-                                also: Vec::new(),
-                            },
-                            names,
-                        ));
-                    }
-                    Some((f, first)) if *first == names => f.also.push(rel.clone()),
-                    Some((f, first)) => {
-                        return Err(format!(
-                            "{} and {}: get_inputs() uses different constants ({} vs {}); \
-                             both files would have to be rewritten alike",
-                            f.file,
-                            rel,
-                            first.join(", "),
-                            names.join(", ")
-                        ))
-                    }
-                }
+                (Declaration::GetInputs, names.join(", "))
             }
-            Err(ShapeError::NoGetInputs) => {}
-            Err(e) => return Err(at(rel, e)),
+            Err(ShapeError::NoGetInputs) => continue,
+            Err(e) => match crate::declarations::local::read_local_list(&src) {
+                Ok(l) => {
+                    let shown: Vec<String> = l.entries.iter().map(Value::to_python).collect();
+                    let key = format!("`{}` = [{}]", l.name, shown.join(", "));
+                    (Declaration::Local(l.name), key)
+                }
+                Err(_) => return Err(at(rel, e)),
+            },
+        };
+        match &mut found {
+            None => {
+                let entries = visible_entries(&src, &declaration).map_err(|e| at(rel, e))?;
+                found = Some((
+                    FoundDeclaration {
+                        file: rel.clone(),
+                        declaration,
+                        entries,
+                        also: Vec::new(),
+                    },
+                    key,
+                ));
+            }
+            Some((f, first)) if *first == key && f.declaration == declaration => {
+                f.also.push(rel.clone())
+            }
+            Some((f, first)) => {
+                return Err(format!(
+                    "{} and {}: get_inputs() declares different shapes ({first} vs {key}); \
+                     both files would have to be rewritten alike",
+                    f.file, rel,
+                ))
+            }
         }
     }
     if let Some((f, _)) = found {

@@ -175,11 +175,52 @@ const PRIMES: &[i64] = &[
 const TOKENS: &[i64] = &[1, 7, 128, 512, 2048, 4096];
 const HIDDEN: &[i64] = &[2048, 2880, 4096, 5120, 7168, 8192];
 
-/// Generates `per_task` configurations, cycling through the six categories.
+/// Generates `per_task` configurations, cycling through the six categories. Visible entries
+/// of several forms (a list of 1-D, 2-D and 4-D shapes) are generated form by form, the
+/// configurations shared out among the forms in order and each form starting its categories
+/// where the previous one left off, so that the set still covers all six.
 pub fn generate(
     task_id: &str,
     visible: &[Value],
     opts: GenOptions,
+) -> Result<Vec<UnseenConfig>, GenError> {
+    let mut groups: Vec<Vec<Value>> = Vec::new();
+    for v in visible {
+        match groups.iter_mut().find(|g| form(&g[0]) == form(v)) {
+            Some(g) => g.push(v.clone()),
+            None => groups.push(vec![v.clone()]),
+        }
+    }
+    if groups.len() <= 1 {
+        return generate_form(task_id, visible, opts, 0);
+    }
+    let mut out = Vec::new();
+    let mut offset = 0;
+    for (k, g) in groups.iter().enumerate() {
+        let share = opts.per_task / groups.len() + usize::from(k < opts.per_task % groups.len());
+        if share == 0 {
+            continue;
+        }
+        let sub = GenOptions {
+            per_task: share,
+            ..opts
+        };
+        let made = generate_form(&format!("{task_id}#{k}"), g, sub, offset)?;
+        offset += made.len();
+        out.extend(made);
+    }
+    if out.is_empty() {
+        return Err(GenError::NoDimensions);
+    }
+    Ok(out)
+}
+
+/// [`generate`] for entries of one form; `offset` rotates which category goes first.
+fn generate_form(
+    task_id: &str,
+    visible: &[Value],
+    opts: GenOptions,
+    offset: usize,
 ) -> Result<Vec<UnseenConfig>, GenError> {
     let first = visible.first().ok_or(GenError::Empty)?;
     let shape = form(first);
@@ -252,7 +293,12 @@ pub fn generate(
         // quarter), first in order on a tie: every category gets one before any gets two, and
         // one that cannot be made here gives way after four tries.
         let pick = (0..CATEGORIES.len())
-            .min_by_key(|&i| (4 * made[i] + failed[i], i))
+            .min_by_key(|&i| {
+                (
+                    4 * made[i] + failed[i],
+                    (i + CATEGORIES.len() - offset % CATEGORIES.len()) % CATEGORIES.len(),
+                )
+            })
             .expect("six categories");
         let category = CATEGORIES[pick];
         attempts += 1;

@@ -145,7 +145,7 @@ fn get_inputs_tasks_rewrite_both_pytorch_files() {
     );
     let e = task_unseen(&task, GenOptions::default()).unwrap_err();
     assert!(
-        e.contains("a.py and b.py") && e.contains("different constants"),
+        e.contains("a.py and b.py") && e.contains("declares different shapes"),
         "{e}"
     );
     // Nothing readable at all: the reason names all three forms.
@@ -155,4 +155,31 @@ fn get_inputs_tasks_rewrite_both_pytorch_files() {
         e.contains("TEST_SHAPES") && e.contains("parametrize") && e.contains("get_inputs"),
         "{e}"
     );
+}
+
+#[test]
+fn a_local_list_of_get_inputs_is_the_declaration_of_every_file_holding_it() {
+    let module = "import torch\ndef get_inputs():\n    configs = [\n        ([1024],),\n        ([4096],),\n        ([64, 128],),\n        ([128, 256],),\n    ]\n    for shape in configs:\n        yield [torch.randn(shape[0])]\n";
+    let (_d, task) = task_with(
+        &[
+            ("kernel.hip", "// the agent's\n"),
+            ("ref_module.py", module),
+            ("ref_func.py", module),
+        ],
+        "kernel.hip",
+    );
+    let u = task_unseen(&task, GenOptions::default()).unwrap();
+    assert_eq!(u.declaration, "get_inputs().configs");
+    assert_eq!(u.harness, "ref_func.py");
+    assert_eq!(u.also, ["ref_module.py"]);
+    assert_eq!(u.configs.len(), 8);
+    // Both forms (1-D and 2-D shapes) get configurations; the rewritten file holds them all.
+    assert!(u.configs.iter().any(|c| c.entry.matches(',').count() == 1));
+    assert!(u.configs.iter().any(|c| c.entry.matches(',').count() == 2));
+    let decl = crate::declarations::Declaration::parse(&u.declaration);
+    let entries: Vec<String> = u.configs.iter().map(|c| c.entry.clone()).collect();
+    let out = crate::declarations::rewrite(module, &decl, &entries).unwrap();
+    let back = crate::declarations::visible_entries(&out, &decl).unwrap();
+    assert_eq!(back.len(), 8);
+    assert!(out.contains("    for shape in configs:\n"));
 }

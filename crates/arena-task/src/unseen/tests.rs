@@ -171,11 +171,25 @@ fn one_dimensional_and_refusals() {
         generate("x", &[], GenOptions::default()),
         Err(GenError::Empty)
     );
-    let mixed = visible("TEST_SHAPES = [(1, 2), (1, 2, 3)]\n");
-    assert!(matches!(
-        generate("x", &mixed, GenOptions::default()),
-        Err(GenError::Mixed { index: 1, .. })
-    ));
+    // Entries of several forms are generated form by form, sharing the configurations and
+    // covering the six categories together.
+    let mixed = visible("TEST_SHAPES = [(64, 256), (128, 1024), (8, 16, 32), (16, 32, 64)]\n");
+    let m = generate("x", &mixed, GenOptions::default()).unwrap();
+    assert_eq!(m.len(), 8, "{m:?}");
+    let commas = |e: &str| e.matches(',').count();
+    assert_eq!(
+        m.iter().filter(|c| commas(&c.entry) == 1).count(),
+        4,
+        "{m:?}"
+    );
+    assert_eq!(
+        m.iter().filter(|c| commas(&c.entry) == 2).count(),
+        4,
+        "{m:?}"
+    );
+    let cats: std::collections::BTreeSet<_> = m.iter().map(|c| c.category).collect();
+    assert_eq!(cats.len(), 6, "{m:?}");
+    assert_eq!(m, generate("x", &mixed, GenOptions::default()).unwrap());
     let none = visible("TEST_SHAPES = [(\"a\",), (\"b\",)]\n");
     assert_eq!(
         generate("x", &none, GenOptions::default()),
