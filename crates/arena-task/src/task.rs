@@ -88,6 +88,18 @@ impl Task {
                 errors.push(e);
             }
         }
+        // AgentKernelArena's perf-helper stubs raise when run: the task would fail every
+        // performance gate, and its digest would not cover the helpers it times with.
+        for (rel, what) in crate::helpers::stubs(dir) {
+            errors.push(TaskError::field(
+                dir.join(&rel),
+                "perf helpers",
+                format!(
+                    "{what}; put the helpers in first: `arenactl task materialize --aka-root AKA_CHECKOUT {} --out DIR`",
+                    dir.display()
+                ),
+            ));
+        }
         if !errors.is_empty() {
             return Err(TaskErrors(errors));
         }

@@ -1,6 +1,6 @@
 //! Command-line definition. Exit codes: 0 success, 1 invalid input or a failed operation,
-//! 2 usage error (clap's own), 3 partly done (`unseen generate`: some tasks got no set, each
-//! named with its reason), 130 a run cancelled by Ctrl-C (resumable).
+//! 2 usage error (clap's own), 3 partly done (`unseen generate`, `task materialize`: what was
+//! left out is named with its reason), 130 a run cancelled by Ctrl-C (resumable).
 
 use std::path::PathBuf;
 
@@ -8,8 +8,10 @@ use clap::{Args, Parser, Subcommand};
 
 mod listen;
 mod report;
+mod task;
 pub use listen::Listen;
 pub use report::{CompareArgs, CompareFormat, ReportArgs, ReportFormat};
+pub use task::TaskCommand;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -184,41 +186,6 @@ pub struct JsonFlag {
     /// Print machine-readable JSON on stdout instead of text.
     #[arg(long)]
     pub json: bool,
-}
-
-#[derive(Debug, Subcommand)]
-pub enum TaskCommand {
-    /// List the tasks at or below each directory.
-    List {
-        #[arg(required = true, value_name = "DIR")]
-        dirs: Vec<PathBuf>,
-        #[command(flatten)]
-        out: JsonFlag,
-    },
-    /// Show one task: its id (relative to --root) or its directory.
-    Show {
-        #[arg(value_name = "ID")]
-        id: String,
-        /// Tasks root the id is relative to.
-        #[arg(long, default_value = "tasks", value_name = "DIR")]
-        root: PathBuf,
-        #[command(flatten)]
-        out: JsonFlag,
-    },
-    /// Validate every task at or below each directory (exit 1 if any is invalid).
-    Validate {
-        #[arg(required = true, value_name = "DIR")]
-        dirs: Vec<PathBuf>,
-        #[command(flatten)]
-        out: JsonFlag,
-    },
-    /// Print the content digest of every task at or below each directory.
-    Digest {
-        #[arg(required = true, value_name = "DIR")]
-        dirs: Vec<PathBuf>,
-        #[command(flatten)]
-        out: JsonFlag,
-    },
 }
 
 #[derive(Debug, Args)]

@@ -2,6 +2,7 @@ pub mod bundle;
 pub mod containerd;
 pub mod endpoint;
 pub mod image;
+pub mod materialize;
 pub mod report;
 pub mod run;
 pub mod runner;

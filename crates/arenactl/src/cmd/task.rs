@@ -1,4 +1,4 @@
-//! `arenactl task list|show|validate|digest`.
+//! `arenactl task list|show|validate|digest` (and `materialize`, in its own file).
 
 use std::path::{Path, PathBuf};
 
@@ -15,6 +15,12 @@ pub fn run(cmd: TaskCommand) -> anyhow::Result<Outcome> {
         TaskCommand::Show { id, root, out } => show(&id, &root, out.json),
         TaskCommand::Validate { dirs, out } => validate(&dirs, out.json),
         TaskCommand::Digest { dirs, out } => digest(&dirs, out.json),
+        TaskCommand::Materialize {
+            aka_root,
+            out,
+            dirs,
+            json,
+        } => super::materialize::run(&aka_root, &out, &dirs, json.json),
     }
 }
 

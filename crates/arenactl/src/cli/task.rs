@@ -1,0 +1,56 @@
+//! Arguments of `arenactl task …`.
+
+use std::path::PathBuf;
+
+use clap::Subcommand;
+
+use super::JsonFlag;
+
+#[derive(Debug, Subcommand)]
+pub enum TaskCommand {
+    /// List the tasks at or below each directory.
+    List {
+        #[arg(required = true, value_name = "DIR")]
+        dirs: Vec<PathBuf>,
+        #[command(flatten)]
+        out: JsonFlag,
+    },
+    /// Show one task: its id (relative to --root) or its directory.
+    Show {
+        #[arg(value_name = "ID")]
+        id: String,
+        /// Tasks root the id is relative to.
+        #[arg(long, default_value = "tasks", value_name = "DIR")]
+        root: PathBuf,
+        #[command(flatten)]
+        out: JsonFlag,
+    },
+    /// Validate every task at or below each directory (exit 1 if any is invalid).
+    Validate {
+        #[arg(required = true, value_name = "DIR")]
+        dirs: Vec<PathBuf>,
+        #[command(flatten)]
+        out: JsonFlag,
+    },
+    /// Copy AgentKernelArena tasks with their perf helpers put in (as AKA's setup_workspace()
+    /// does, byte for byte), so that their digests cover the helpers they time with.
+    Materialize {
+        /// An AgentKernelArena checkout (its src/tools/perf/ holds the helpers).
+        #[arg(long, value_name = "DIR")]
+        aka_root: PathBuf,
+        /// A new directory for the copies (ids as under each DIR).
+        #[arg(long, value_name = "OUT")]
+        out: PathBuf,
+        #[arg(required = true, value_name = "DIR")]
+        dirs: Vec<PathBuf>,
+        #[command(flatten)]
+        json: JsonFlag,
+    },
+    /// Print the content digest of every task at or below each directory.
+    Digest {
+        #[arg(required = true, value_name = "DIR")]
+        dirs: Vec<PathBuf>,
+        #[command(flatten)]
+        out: JsonFlag,
+    },
+}

@@ -1,0 +1,93 @@
+//! `arenactl task materialize --aka-root AKA --out OUT DIR…`: AgentKernelArena tasks copied with
+//! their perf helpers in place, then read back as tasks (so a copy that is still not runnable
+//! says why).
+
+use std::path::{Path, PathBuf};
+
+use arena_task::helpers::{copy_task, materialize, PerfHelpers};
+use arena_task::{discover, task_digest, Task};
+
+use super::{print_json, Outcome};
+
+#[derive(serde::Serialize)]
+struct Copied {
+    id: String,
+    dir: PathBuf,
+    /// Files the helpers were put into, relative to the task.
+    materialized: Vec<String>,
+    /// The copy's task digest (None when it is not a valid task).
+    digest: Option<String>,
+    /// Why the copy is not a valid task.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    errors: Vec<String>,
+}
+
+pub fn run(aka_root: &Path, out: &Path, dirs: &[PathBuf], json: bool) -> anyhow::Result<Outcome> {
+    let helpers = PerfHelpers::load(aka_root)?;
+    if out.exists() && std::fs::read_dir(out)?.next().is_some() {
+        anyhow::bail!(
+            "{}: not empty: the copies go into a new directory (nothing is overwritten)",
+            out.display()
+        );
+    }
+    let mut copied = Vec::new();
+    for dir in dirs {
+        for f in discover(dir)? {
+            let dst = out.join(&f.id);
+            if dst.exists() {
+                anyhow::bail!(
+                    "task id `{}` names two tasks (the second: {}); give a common parent instead",
+                    f.id,
+                    f.dir.display()
+                );
+            }
+            copy_task(&f.dir, &dst)?;
+            let changed = materialize(&dst, &helpers)?;
+            let materialized = changed
+                .iter()
+                .map(|p| p.strip_prefix(&dst).unwrap_or(p).display().to_string())
+                .collect();
+            let (digest, errors) = match Task::load(&dst, &f.id) {
+                Ok(_) => (Some(task_digest(&dst)?.to_string()), Vec::new()),
+                Err(e) => (None, e.0.iter().map(|e| e.to_string()).collect()),
+            };
+            copied.push(Copied {
+                id: f.id,
+                dir: dst,
+                materialized,
+                digest,
+                errors,
+            });
+        }
+    }
+    let invalid = copied.iter().filter(|c| c.digest.is_none()).count();
+    if json {
+        print_json(&copied)?;
+    } else {
+        for c in &copied {
+            match &c.digest {
+                Some(d) if c.materialized.is_empty() => {
+                    println!("{d}  {}  (no helpers needed)", c.id)
+                }
+                Some(d) => println!("{d}  {}  (helpers in {})", c.id, c.materialized.join(", ")),
+                None => {
+                    println!("INVALID  {}", c.id);
+                    for e in &c.errors {
+                        println!("  error: {e}");
+                    }
+                }
+            }
+        }
+        println!(
+            "{} tasks copied to {}; {} with helpers put in; {invalid} not valid tasks",
+            copied.len(),
+            out.display(),
+            copied.iter().filter(|c| !c.materialized.is_empty()).count()
+        );
+    }
+    Ok(if invalid > 0 {
+        Outcome::Invalid
+    } else {
+        Outcome::Ok
+    })
+}
