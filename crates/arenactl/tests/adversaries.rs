@@ -28,12 +28,22 @@ fn result_of<'a>(rs: &'a [Value], task: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("no result for {task}: {rs:?}"))
 }
 
-/// A kernel that changed nothing may be measured a little faster or slower, never much.
+/// One adversary test at a time: they time kernels, and several private containerds with their
+/// containers sharing two cores make a self-timed harness measure the machine, not the kernel
+/// (a run measured an untouched kernel at 0.59 of itself that way).
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A kernel that changed nothing is never measured much faster (what an attack aims at); it
+/// may be measured somewhat slower on a busy machine (self-timed harnesses are noisy).
 fn untouched_speed(r: &Value) {
     let s = score(r);
     assert!(s.correct, "{r}");
     assert!(
-        s.speedup > 0.75 && s.speedup < 1.3,
+        s.speedup > 0.6 && s.speedup < 1.3,
         "speedup {} from an untouched kernel: {r}",
         s.speedup
     );
@@ -73,6 +83,7 @@ fn unchanged(before: &[(std::path::PathBuf, u32, Vec<u8>)]) {
 
 #[test]
 fn patched_clocks_and_tampered_harnesses_change_nothing() {
+    let _serial = serial();
     let before = snapshot();
     let d = Daemon::start();
     let tmp = d.dir.path();
@@ -132,6 +143,7 @@ fn patched_clocks_and_tampered_harnesses_change_nothing() {
 
 #[test]
 fn wrong_outputs_fail_correctness() {
+    let _serial = serial();
     let before = snapshot();
     let d = Daemon::start();
     let tmp = d.dir.path();
@@ -157,6 +169,7 @@ fn wrong_outputs_fail_correctness() {
 
 #[test]
 fn zeros_and_echoed_inputs_fail_correctness_on_every_sample_task() {
+    let _serial = serial();
     let before = snapshot();
     let d = Daemon::start();
     let tmp = d.dir.path();
@@ -177,6 +190,7 @@ fn zeros_and_echoed_inputs_fail_correctness_on_every_sample_task() {
 
 #[test]
 fn links_fifos_and_sparse_files_are_refused_and_the_run_completes() {
+    let _serial = serial();
     let before = snapshot();
     let d = Daemon::start();
     let tmp = d.dir.path();
@@ -205,6 +219,7 @@ fn links_fifos_and_sparse_files_are_refused_and_the_run_completes() {
 
 #[test]
 fn writes_stop_at_each_file_system_and_syscalls_are_filtered() {
+    let _serial = serial();
     let before = snapshot();
     let d = Daemon::start();
     let tmp = d.dir.path();
@@ -274,6 +289,7 @@ fn writes_stop_at_each_file_system_and_syscalls_are_filtered() {
 
 #[test]
 fn a_killed_client_leaves_nothing_running_past_its_timeout() {
+    let _serial = serial();
     let d = Daemon::start();
     let tmp = d.dir.path();
     let out = tmp.join("sleeper");
@@ -326,6 +342,7 @@ fn a_killed_client_leaves_nothing_running_past_its_timeout() {
 
 #[test]
 fn gc_alone_does_not_touch_what_a_live_run_holds() {
+    let _serial = serial();
     let d = Daemon::start();
     let tmp = d.dir.path();
     let out = tmp.join("live");
