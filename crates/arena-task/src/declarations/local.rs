@@ -11,8 +11,9 @@
 //!         ...
 //! ```
 //!
-//! Like a module-level `TEST_SHAPES`, the list holds every configuration, so one rewritten file
-//! holds the whole unseen set.
+//! or walks directly (`for b, d in [(512, 16384), (1024, 16384)]:`, KernelBench-style). Like a
+//! module-level `TEST_SHAPES`, the list holds every configuration, so one rewritten file holds
+//! the whole unseen set.
 
 use super::has_int;
 use crate::shapes::{Parser, ShapeDecl, ShapeError, Value};
@@ -23,7 +24,12 @@ fn identifier(s: &str) -> bool {
         && s.chars().all(|c| c.is_alphanumeric() || c == '_')
 }
 
-/// The first `NAME = [...]` in the body of `def get_inputs()` whose literal holds integers.
+/// The name a `for … in [...]:` list is recorded under (`get_inputs().for`): a keyword, so no
+/// local name can be mistaken for it.
+pub const FOR_LOOP: &str = "for";
+
+/// The first `NAME = [...]` (or `for … in [...]:`) in the body of `def get_inputs()` whose
+/// literal holds integers.
 pub fn read_local_list(src: &str) -> Result<ShapeDecl, ShapeError> {
     let mut offset = 0;
     let mut def_line = None;
@@ -41,6 +47,32 @@ pub fn read_local_list(src: &str) -> Result<ShapeDecl, ShapeError> {
             break; // the body ended
         }
         let trimmed = line.trim_start();
+        // `for b, d in [(512, 16384), …]:` walks a literal list too (KernelBench-style).
+        if let Some(rest) = trimmed.strip_prefix("for ") {
+            if let Some(at) = rest.find(" in [") {
+                let mut p = Parser {
+                    src,
+                    pos: offset + (line.len() - rest.len()) + at + 4,
+                    name: "get_inputs",
+                };
+                let start = p.pos;
+                if let Ok(Value::List(entries)) = p.value() {
+                    let end = p.pos;
+                    let tail: String = src[end..].chars().take_while(|c| *c != '\n').collect();
+                    if tail.trim_start().starts_with(':')
+                        && !entries.is_empty()
+                        && entries.iter().all(has_int)
+                    {
+                        return Ok(ShapeDecl {
+                            name: FOR_LOOP.to_string(),
+                            entries,
+                            span: (start, end),
+                            line: line_no,
+                        });
+                    }
+                }
+            }
+        }
         if let Some((lhs, rhs)) = trimmed.split_once('=') {
             let lhs = lhs.split(':').next().unwrap_or("").trim();
             if identifier(lhs) && !rhs.starts_with('=') && rhs.trim_start().starts_with('[') {
@@ -97,6 +129,20 @@ mod tests {
         let shown: Vec<String> = again.entries.iter().map(Value::to_python).collect();
         assert_eq!(shown, ["([7],)", "([3, 5],)"]);
         assert!(out.ends_with("    for shape in configs:\n        yield [torch.randn(shape[0])]\n\n\ndef get_init_inputs():\n    return []\n"));
+    }
+
+    #[test]
+    fn a_for_loop_over_a_literal_list_is_read_and_rewritten() {
+        let src = "import torch\n\ndef get_inputs():\n    # escalate sizes\n    for b, d in [(512, 16384), (1024, 32768)]:\n        yield [torch.rand(b, d)]\n";
+        let d = read_local_list(src).unwrap();
+        assert_eq!((d.name.as_str(), d.line), (FOR_LOOP, 5));
+        assert_eq!(d.entries.len(), 2);
+        let out = rewrite_source(src, &d, &["(3, 5)".to_string()]);
+        assert!(
+            out.contains("    for b, d in [\n    (3, 5),\n]:\n        yield"),
+            "{out}"
+        );
+        assert_eq!(read_local_list(&out).unwrap().entries.len(), 1);
     }
 
     #[test]
