@@ -87,4 +87,19 @@ impl Evaluation {
     pub fn correct(&self) -> bool {
         self.compiled() && self.correctness.passed()
     }
+
+    /// The first gate that failed, with its error: `compile: …` or `correctness: …`.
+    pub fn failed_gate(&self) -> Option<String> {
+        let (gate, report) = if !self.compiled() {
+            ("compile", &self.compile)
+        } else if !self.correctness.passed() {
+            ("correctness", &self.correctness)
+        } else {
+            return None;
+        };
+        Some(format!(
+            "{gate}: {}",
+            report.error.as_deref().unwrap_or("failed")
+        ))
+    }
 }

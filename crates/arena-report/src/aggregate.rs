@@ -35,7 +35,7 @@ pub struct Aggregate {
     pub measured: BTreeMap<String, usize>,
 }
 
-fn mean(xs: impl IntoIterator<Item = f64>) -> f64 {
+pub(crate) fn mean(xs: impl IntoIterator<Item = f64>) -> f64 {
     let (s, n) = xs
         .into_iter()
         .fold((0.0, 0usize), |(s, n), x| (s + x, n + 1));
@@ -46,7 +46,7 @@ fn mean(xs: impl IntoIterator<Item = f64>) -> f64 {
     }
 }
 
-fn pop_std(xs: &[f64]) -> f64 {
+pub(crate) fn pop_std(xs: &[f64]) -> f64 {
     let m = mean(xs.iter().copied());
     mean(xs.iter().map(|x| (x - m) * (x - m))).sqrt()
 }

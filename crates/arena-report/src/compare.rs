@@ -8,6 +8,7 @@ use std::fmt::Write;
 
 use serde::Serialize;
 
+use crate::aggregate::{mean, pop_std};
 use crate::score::{score_task, TaskScore};
 use crate::stats::{mean_interval, wilcoxon, Wilcoxon};
 use crate::TaskResult;
@@ -29,14 +30,11 @@ pub struct Side {
 impl Side {
     fn of(scores: &[&TaskScore]) -> Side {
         let s: Vec<f64> = scores.iter().map(|t| t.speedup).collect();
-        let mean = s.iter().sum::<f64>() / s.len() as f64;
-        let sigma = (s.len() > 1)
-            .then(|| (s.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / s.len() as f64).sqrt());
         Side {
             runs: s.len(),
             correct_runs: scores.iter().filter(|t| t.correct).count(),
-            mean_speedup: mean,
-            sigma,
+            mean_speedup: mean(s.iter().copied()),
+            sigma: (s.len() > 1).then(|| pop_std(&s)),
         }
     }
 

@@ -39,13 +39,15 @@ pub struct Report {
 
 impl Report {
     pub fn build(results: &[TaskResult]) -> Result<Report, ReportError> {
+        // Bootstrap draws are the costly part: made once per run, for the run's interval and
+        // for the noise-aware summary.
+        let runs: Vec<noise::RunDraws> = results.iter().map(noise::RunDraws::of).collect();
         let mut tasks: Vec<TaskScore> = results
             .iter()
-            .map(|r| {
+            .zip(&runs)
+            .map(|(r, d)| {
                 let mut s = score_task(r);
-                if s.speedup > 0.0 {
-                    s.speedup_interval = stats::speedup_interval(&r.candidate.performance);
-                }
+                s.speedup_interval = d.draws.as_ref().map(|draws| stats::interval(draws));
                 s
             })
             .collect();
@@ -55,7 +57,7 @@ impl Report {
             tasks,
             aggregates,
             generalization: summarize_by_type(results),
-            noise_aware: noise::noise_aware_by_type(results),
+            noise_aware: noise::summarize_runs(&runs),
         })
     }
 

@@ -26,28 +26,53 @@ pub struct NoiseAware {
     pub median_half_width_pct: Option<f64>,
 }
 
-/// The 95% interval of a task's speedup averaged over its repeats; `None` unless every repeat
-/// is correct and has paired samples.
-pub fn task_interval(repeats: &[&TaskResult]) -> Option<(f64, f64, f64)> {
-    let mut draws = Vec::new();
-    for r in repeats {
-        if score_task(r).speedup <= 0.0 {
-            return None;
+/// One task run as the noise-aware summary needs it: its speedup and its bootstrap draws
+/// (made once per run: [`crate::Report::build`] takes the run's own interval from them too).
+#[derive(Debug, Clone)]
+pub struct RunDraws<'a> {
+    pub task_type: &'a str,
+    pub task_id: &'a str,
+    pub speedup: f64,
+    /// `None` for a failed run or one without paired samples.
+    pub draws: Option<Vec<f64>>,
+}
+
+impl<'a> RunDraws<'a> {
+    pub fn of(r: &'a TaskResult) -> RunDraws<'a> {
+        let speedup = score_task(r).speedup;
+        RunDraws {
+            task_type: &r.task_type,
+            task_id: r.task_id.as_str(),
+            speedup,
+            draws: (speedup > 0.0)
+                .then(|| speedup_resampler(&r.candidate.performance))
+                .flatten(),
         }
-        draws.push(speedup_resampler(&r.candidate.performance)?);
     }
-    let n = crate::stats::RESAMPLES;
-    let mut means: Vec<f64> = (0..n)
+}
+
+/// The 95% interval of a task's speedup averaged over its repeats, and that average; `None`
+/// unless every repeat is correct and has paired samples.
+pub fn task_interval(repeats: &[&TaskResult]) -> Option<(f64, f64, f64)> {
+    let runs: Vec<RunDraws> = repeats.iter().map(|r| RunDraws::of(r)).collect();
+    pooled(&runs.iter().collect::<Vec<_>>())
+}
+
+fn pooled(repeats: &[&RunDraws]) -> Option<(f64, f64, f64)> {
+    let draws: Vec<&Vec<f64>> = repeats
+        .iter()
+        .map(|r| r.draws.as_ref())
+        .collect::<Option<_>>()?;
+    let mut means: Vec<f64> = (0..crate::stats::RESAMPLES)
         .map(|i| draws.iter().map(|d| d[i]).sum::<f64>() / draws.len() as f64)
         .collect();
     means.sort_by(f64::total_cmp);
-    let estimate =
-        repeats.iter().map(|r| score_task(r).speedup).sum::<f64>() / repeats.len() as f64;
+    let estimate = repeats.iter().map(|r| r.speedup).sum::<f64>() / repeats.len() as f64;
     Some((quantile(&means, 0.025), quantile(&means, 0.975), estimate))
 }
 
-fn summarize(label: &str, tasks: &[Vec<&TaskResult>]) -> NoiseAware {
-    let intervals: Vec<(f64, f64, f64)> = tasks.iter().filter_map(|t| task_interval(t)).collect();
+fn summarize(label: &str, tasks: &[Vec<&RunDraws>]) -> NoiseAware {
+    let intervals: Vec<(f64, f64, f64)> = tasks.iter().filter_map(|t| pooled(t)).collect();
     let share = |p: f64| {
         if tasks.is_empty() {
             0.0
@@ -73,20 +98,23 @@ fn summarize(label: &str, tasks: &[Vec<&TaskResult>]) -> NoiseAware {
 
 /// Per task type (sorted) and `all`.
 pub fn noise_aware_by_type(results: &[TaskResult]) -> Vec<NoiseAware> {
-    let mut by_task: BTreeMap<(&str, &str), Vec<&TaskResult>> = BTreeMap::new();
-    for r in results {
-        by_task
-            .entry((r.task_type.as_str(), r.task_id.as_str()))
-            .or_default()
-            .push(r);
+    let runs: Vec<RunDraws> = results.iter().map(RunDraws::of).collect();
+    summarize_runs(&runs)
+}
+
+/// [`noise_aware_by_type`] from runs whose draws are made.
+pub fn summarize_runs(runs: &[RunDraws]) -> Vec<NoiseAware> {
+    let mut by_task: BTreeMap<(&str, &str), Vec<&RunDraws>> = BTreeMap::new();
+    for r in runs {
+        by_task.entry((r.task_type, r.task_id)).or_default().push(r);
     }
-    let mut by_type: BTreeMap<&str, Vec<Vec<&TaskResult>>> = BTreeMap::new();
+    let mut by_type: BTreeMap<&str, Vec<Vec<&RunDraws>>> = BTreeMap::new();
     for ((ty, _), rs) in &by_task {
         by_type.entry(ty).or_default().push(rs.clone());
     }
     let mut out: Vec<NoiseAware> = by_type.iter().map(|(ty, ts)| summarize(ty, ts)).collect();
     if !by_task.is_empty() {
-        let all: Vec<Vec<&TaskResult>> = by_task.into_values().collect();
+        let all: Vec<Vec<&RunDraws>> = by_task.into_values().collect();
         out.push(summarize(ALL, &all));
     }
     out

@@ -42,9 +42,14 @@ pub fn pairs(case: &PerfCase) -> Option<Vec<(f64, f64)>> {
 /// median(baseline) / median(candidate) — resampling each case's pairs with their pairing
 /// kept. `None` unless every case has paired samples.
 pub fn speedup_interval(cases: &[PerfCase]) -> Option<(f64, f64)> {
-    let mut stats = speedup_resampler(cases)?;
-    stats.sort_by(f64::total_cmp);
-    Some((quantile(&stats, 0.025), quantile(&stats, 0.975)))
+    Some(interval(&speedup_resampler(cases)?))
+}
+
+/// The 95% percentile interval of bootstrap draws.
+pub fn interval(draws: &[f64]) -> (f64, f64) {
+    let mut sorted = draws.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    (quantile(&sorted, 0.025), quantile(&sorted, 0.975))
 }
 
 /// The [`RESAMPLES`] bootstrap draws of that speedup, in draw order (seeded: the same cases

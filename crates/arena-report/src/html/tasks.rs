@@ -4,28 +4,12 @@
 
 use std::fmt::Write;
 
-use arena_eval::record::{Evaluation, PerfCase};
+use arena_eval::record::PerfCase;
 
 use super::{attr, esc, num, PageInfo};
 use crate::generalization::task_generalization;
-use crate::score::{paired_baseline, score_task};
+use crate::score::paired_baseline;
 use crate::{Report, TaskResult};
-
-fn gate_reason(e: &Evaluation) -> Option<String> {
-    if !e.compiled() {
-        return Some(format!(
-            "compile: {}",
-            e.compile.error.as_deref().unwrap_or("failed")
-        ));
-    }
-    if !e.correctness.passed() {
-        return Some(format!(
-            "correctness: {}",
-            e.correctness.error.as_deref().unwrap_or("failed")
-        ));
-    }
-    None
-}
 
 /// `visible`: the cases of the task's own shapes, whose parameters may be shown; unseen
 /// configurations are named by index only, whatever a harness put into their records.
@@ -112,32 +96,25 @@ fn logs(r: &TaskResult, info: &PageInfo) -> String {
     links.join(" ")
 }
 
+/// `results` sorted as `report.tasks` is (by task and repeat; the report refuses duplicates),
+/// so that the n-th result is the n-th score.
 pub(super) fn table(report: &Report, results: &[&TaskResult], info: &PageInfo) -> String {
-    let scores: std::collections::BTreeMap<(&str, u32), &crate::TaskScore> = report
-        .tasks
-        .iter()
-        .map(|t| ((t.task_id.as_str(), t.repeat), t))
-        .collect();
     let mut out = String::from(
         "<table id=\"tasks\"><thead><tr><th>task</th><th>type</th><th>repeat</th><th>trust</th>\
          <th>compiled</th><th>correct</th><th>speedup</th><th>95% interval</th><th>score</th>\
          <th>why not scored higher</th><th>unseen quadrant</th><th>unseen speedup</th>\
          <th>logs</th><th>details</th></tr></thead><tbody>",
     );
-    for r in results {
-        let fresh;
-        let s = match scores.get(&(r.task_id.as_str(), r.repeat)) {
-            Some(s) => *s,
-            None => {
-                fresh = score_task(r);
-                &fresh
-            }
-        };
+    for (r, s) in results.iter().zip(&report.tasks) {
+        debug_assert_eq!(
+            (r.task_id.as_str(), r.repeat),
+            (s.task_id.as_str(), s.repeat)
+        );
         let g = task_generalization(r);
         let reason = r
             .candidate_refused
             .clone()
-            .or_else(|| gate_reason(&r.candidate))
+            .or_else(|| r.candidate.failed_gate())
             .or_else(|| s.performance_failure.as_ref().map(|f| f.to_string()))
             .unwrap_or_default();
         let interval = s
@@ -157,7 +134,7 @@ pub(super) fn table(report: &Report, results: &[&TaskResult], info: &PageInfo) -
                 &u.optimized.performance,
                 false,
             ));
-            if let Some(why) = gate_reason(&u.optimized) {
+            if let Some(why) = u.optimized.failed_gate() {
                 let _ = write!(details, "<p>unseen: {}</p>", esc(&why));
             }
             let cats: Vec<String> = u

@@ -18,17 +18,8 @@ impl TaskRun<'_> {
 /// Why a baseline evaluation cannot be scored against: a gate failed, or a case was not
 /// measured (a zero or negative time is no baseline).
 pub(crate) fn unusable(e: &Evaluation) -> Option<String> {
-    if !e.compiled() {
-        return Some(format!(
-            "compile: {}",
-            e.compile.error.as_deref().unwrap_or("failed")
-        ));
-    }
-    if !e.correct() {
-        return Some(format!(
-            "correctness: {}",
-            e.correctness.error.as_deref().unwrap_or("failed")
-        ));
+    if let Some(failed) = e.failed_gate() {
+        return Some(failed);
     }
     if e.performance.is_empty() {
         return Some("performance: no cases measured".into());
