@@ -255,6 +255,11 @@ pub fn parse_result(v: serde_json::Value) -> Result<TaskResult, String> {
 /// Reads task results from a file holding a result set (`{"tasks": [...]}`), a list of task
 /// results, or a single task result.
 pub fn load_results(path: &Path) -> Result<Vec<TaskResult>, RunError> {
+    Ok(load_results_with_run(path)?.0)
+}
+
+/// [`load_results`], with the run id a result set names.
+pub fn load_results_with_run(path: &Path) -> Result<(Vec<TaskResult>, Option<String>), RunError> {
     let text = std::fs::read_to_string(path).map_err(|e| RunError::io(path, e))?;
     let bad = |at: &str, m: String| RunError::invalid(path.display(), at, m);
     let value: serde_json::Value =
@@ -267,8 +272,9 @@ pub fn load_results(path: &Path) -> Result<Vec<TaskResult>, RunError> {
             .collect::<Result<Vec<_>, _>>()
     };
     match value {
-        serde_json::Value::Array(items) => each(items, ""),
+        serde_json::Value::Array(items) => Ok((each(items, "")?, None)),
         serde_json::Value::Object(mut m) if m.contains_key("tasks") => {
+            let run_id = m.get("run_id").and_then(|v| v.as_str()).map(str::to_string);
             // A set without a schema is read as the first one there was.
             let schema = m
                 .get("schema")
@@ -281,12 +287,12 @@ pub fn load_results(path: &Path) -> Result<Vec<TaskResult>, RunError> {
                 ));
             }
             match m.remove("tasks") {
-                Some(serde_json::Value::Array(items)) => each(items, "tasks"),
+                Some(serde_json::Value::Array(items)) => Ok((each(items, "tasks")?, run_id)),
                 _ => Err(bad("tasks", "expected a list of task results".into())),
             }
         }
         v @ serde_json::Value::Object(_) => {
-            Ok(vec![parse_result(v).map_err(|m| bad("(result)", m))?])
+            Ok((vec![parse_result(v).map_err(|m| bad("(result)", m))?], None))
         }
         other => Err(bad(
             "(json)",

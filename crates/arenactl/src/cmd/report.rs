@@ -5,7 +5,8 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use arena_report::compare::compare;
 use arena_report::html::{self, PageInfo};
-use arena_report::{load_results, Report, TaskResult};
+use arena_report::{Report, TaskResult};
+use arena_run::result::load_results_with_run;
 
 use super::{print_json, Outcome};
 use crate::cli::{CompareArgs, CompareFormat, ReportArgs, ReportFormat};
@@ -21,13 +22,7 @@ fn results_file(run: &Path) -> PathBuf {
 
 /// The results and the run's id (where the file names one).
 fn load(run: &Path) -> anyhow::Result<(Vec<TaskResult>, Option<String>)> {
-    let file = results_file(run);
-    let results = load_results(&file)?;
-    let run_id = std::fs::read(&file)
-        .ok()
-        .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
-        .and_then(|v| v.get("run_id")?.as_str().map(str::to_string));
-    Ok((results, run_id))
+    Ok(load_results_with_run(&results_file(run))?)
 }
 
 fn write_out(path: &Path, text: &str) -> anyhow::Result<()> {
