@@ -71,8 +71,10 @@ pub(crate) fn call<T>(
 }
 
 /// An error and its sources as one line (`transport error: No such file or directory`),
-/// skipping a source whose text the line already ends with (some errors print their source).
-pub(crate) fn with_causes(e: &dyn std::error::Error) -> String {
+/// skipping a source whose text the line already ends with (some errors print their source;
+/// arena's carry their cause's text and do not repeat it as a source). Also how `arenactl`
+/// prints an error.
+pub fn with_causes(e: &dyn std::error::Error) -> String {
     let mut line = e.to_string();
     let mut next = e.source();
     while let Some(cause) = next {

@@ -56,17 +56,8 @@ fn main() -> ExitCode {
         Ok(Outcome::Cancelled) => ExitCode::from(130),
         Ok(Outcome::Partial) => ExitCode::from(3),
         Err(e) => {
-            // Each link of the chain once. arena's errors carry their cause's text in their
-            // own message and do not repeat it as a `source`; some other crates' errors print
-            // their source too, so a link the line already ends with adds nothing.
-            let mut msg = String::new();
-            for link in e.chain().map(|c| c.to_string()) {
-                if msg.is_empty() {
-                    msg = link;
-                } else if !msg.ends_with(&link) {
-                    msg = format!("{msg}: {link}");
-                }
-            }
+            // Each link of the chain once (anyhow's view of the error walks its contexts too).
+            let msg = arena_runtime::error::with_causes(e.as_ref());
             eprintln!("error: {msg}");
             ExitCode::from(1)
         }
