@@ -80,6 +80,26 @@ fn walk(root: &Path, dir: &Path, found: &mut Vec<FoundTask>) -> Result<(), TaskE
     Ok(())
 }
 
+/// The tasks below each of `roots`, in order; one id found under two roots is refused with
+/// both directories named (a set or a copy keyed by id would hold only one of them).
+pub fn discover_all(roots: &[PathBuf]) -> Result<Vec<FoundTask>, TaskError> {
+    let mut seen: std::collections::BTreeMap<String, PathBuf> = Default::default();
+    let mut out = Vec::new();
+    for root in roots {
+        for f in discover(root)? {
+            if let Some(first) = seen.insert(f.id.clone(), f.dir.clone()) {
+                return Err(TaskError::DuplicateId {
+                    id: f.id,
+                    first,
+                    second: f.dir,
+                });
+            }
+            out.push(f);
+        }
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

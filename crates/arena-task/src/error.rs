@@ -33,6 +33,17 @@ pub enum TaskError {
 
     #[error("task `{id}` not found under {}", root.display())]
     UnknownTask { id: String, root: PathBuf },
+
+    #[error(
+        "task id `{id}` names two tasks: {} and {} (ids are relative to each directory given; give a common parent instead)",
+        first.display(),
+        second.display()
+    )]
+    DuplicateId {
+        id: String,
+        first: PathBuf,
+        second: PathBuf,
+    },
 }
 
 impl TaskError {

@@ -20,7 +20,7 @@ pub mod unseen;
 
 pub use config::{PromptConfig, TaskConfig};
 pub use digest::{harness_digest, task_digest, task_tree, EntryKind, TreeEntry};
-pub use discover::{discover, FoundTask};
+pub use discover::{discover, discover_all, FoundTask};
 pub use error::{TaskError, TaskErrors};
 pub use id::{BadTaskId, TaskId};
 pub use task::{Task, CONFIG_FILE};

@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use arena_task::helpers::{copy_task, materialize, PerfHelpers};
-use arena_task::{discover, task_digest, Task};
+use arena_task::{discover_all, task_digest, Task};
 
 use super::{print_json, Outcome};
 
@@ -31,34 +31,25 @@ pub fn run(aka_root: &Path, out: &Path, dirs: &[PathBuf], json: bool) -> anyhow:
         );
     }
     let mut copied = Vec::new();
-    for dir in dirs {
-        for f in discover(dir)? {
-            let dst = out.join(&f.id);
-            if dst.exists() {
-                anyhow::bail!(
-                    "task id `{}` names two tasks (the second: {}); give a common parent instead",
-                    f.id,
-                    f.dir.display()
-                );
-            }
-            copy_task(&f.dir, &dst)?;
-            let changed = materialize(&dst, &helpers)?;
-            let materialized = changed
-                .iter()
-                .map(|p| p.strip_prefix(&dst).unwrap_or(p).display().to_string())
-                .collect();
-            let (digest, errors) = match Task::load(&dst, &f.id) {
-                Ok(_) => (Some(task_digest(&dst)?.to_string()), Vec::new()),
-                Err(e) => (None, e.0.iter().map(|e| e.to_string()).collect()),
-            };
-            copied.push(Copied {
-                id: f.id,
-                dir: dst,
-                materialized,
-                digest,
-                errors,
-            });
-        }
+    for f in discover_all(dirs)? {
+        let dst = out.join(&f.id);
+        copy_task(&f.dir, &dst)?;
+        let changed = materialize(&dst, &helpers)?;
+        let materialized = changed
+            .iter()
+            .map(|p| p.strip_prefix(&dst).unwrap_or(p).display().to_string())
+            .collect();
+        let (digest, errors) = match Task::load(&dst, &f.id) {
+            Ok(_) => (Some(task_digest(&dst)?.to_string()), Vec::new()),
+            Err(e) => (None, e.0.iter().map(|e| e.to_string()).collect()),
+        };
+        copied.push(Copied {
+            id: f.id,
+            dir: dst,
+            materialized,
+            digest,
+            errors,
+        });
     }
     let invalid = copied.iter().filter(|c| c.digest.is_none()).count();
     if json {

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use arena_task::hidden::{verify_set, write_set_with, Manifest, SkipKind, Skipped, TaskUnseen};
 use arena_task::unseen::{GenOptions, CATEGORIES};
-use arena_task::{discover, Task};
+use arena_task::{discover_all, Task};
 
 use super::{print_json, Outcome};
 use crate::cli::UnseenCommand;
@@ -57,30 +57,19 @@ fn generate(
 ) -> anyhow::Result<Outcome> {
     let mut loaded = Vec::new();
     let mut refused = Vec::new();
-    let mut seen: BTreeMap<String, PathBuf> = BTreeMap::new();
-    for root in roots {
-        for f in discover(root)? {
-            if let Some(first) = seen.insert(f.id.clone(), f.dir.clone()) {
-                anyhow::bail!(
-                    "task id `{}` names two tasks: {} and {} (ids are relative to each --tasks \
-                     directory; give a common parent instead)",
-                    f.id,
-                    first.display(),
-                    f.dir.display()
-                );
-            }
-            match Task::load(&f.dir, &f.id) {
-                Ok(t) => loaded.push(t),
-                Err(e) => refused.push(Skipped {
-                    task_id: f.id.clone(),
-                    reason: e.to_string(),
-                    kind: Some(SkipKind::InvalidTask),
-                }),
-            }
+    let found = discover_all(roots)?;
+    for f in &found {
+        match Task::load(&f.dir, &f.id) {
+            Ok(t) => loaded.push(t),
+            Err(e) => refused.push(Skipped {
+                task_id: f.id.clone(),
+                reason: e.to_string(),
+                kind: Some(SkipKind::InvalidTask),
+            }),
         }
     }
     let m = write_set_with(&loaded, refused, opts, out)?;
-    let cov = coverage(&m, out, seen.len())?;
+    let cov = coverage(&m, out, found.len())?;
     for s in &m.skipped {
         eprintln!("warning: {}: skipped: {}", s.task_id, s.reason);
     }
