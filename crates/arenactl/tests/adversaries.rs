@@ -301,7 +301,18 @@ fn a_killed_client_leaves_nothing_running_past_its_timeout() {
     let d = Daemon::start();
     let tmp = d.dir.path();
     let out = tmp.join("sleeper");
-    let mut args = d.run_args_all(&agent("sleeper"), &out);
+    // The sleeper with a 30 s timeout: with its own 3 s, a busy CI machine reported the agent's
+    // start to the client after the runner had already begun removing it at the timeout, and
+    // the client died between removing the container and its snapshot (seen once).
+    let sleeper = tmp.join("sleeper.toml");
+    let text = std::fs::read_to_string(repo().join(agent("sleeper"))).unwrap();
+    assert!(text.contains("timeout_s = 3\n"));
+    std::fs::write(
+        &sleeper,
+        text.replace("timeout_s = 3\n", "timeout_s = 30\n"),
+    )
+    .unwrap();
+    let mut args = d.run_args_all(sleeper.to_str().unwrap(), &out);
     args.extend(["--tasks".to_string(), PREFIX_SUM.to_string()]);
     let progress = tmp.join("sleeper.progress");
     let mut child = arenactl()
