@@ -205,7 +205,15 @@ impl RunDir {
                 if !create {
                     break;
                 }
-                std::fs::create_dir(&p).map_err(|e| RunError::io(&p, e))?;
+                match std::fs::create_dir(&p) {
+                    Ok(()) => {}
+                    // Another task run of the same run (a Slurm job on this or another node)
+                    // made it in between: what it made must pass the same check.
+                    Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                        check(&p)?;
+                    }
+                    Err(e) => return Err(RunError::io(&p, e)),
+                }
             }
         }
         Ok(dir)
@@ -409,6 +417,38 @@ mod tests {
             repeat: 1,
         });
         assert!(a.ends_with("tasks/t__a__b/r1"));
+    }
+
+    #[test]
+    fn task_runs_that_start_together_each_get_their_directory() {
+        // Slurm starts the jobs of one run at once; each makes `tasks/…` on the way to its
+        // own directory, and none may fail because another made it first (seen in CI:
+        // `tasks: File exists`). Many rounds, so the race is hit, not hoped for.
+        for round in 0..50 {
+            let d = tempfile::tempdir().unwrap();
+            let rd = std::sync::Arc::new(RunDir::new(&d.path().join("run")).unwrap());
+            let barrier = std::sync::Arc::new(std::sync::Barrier::new(6));
+            let threads: Vec<_> = (0..6u32)
+                .map(|i| {
+                    let (rd, barrier) = (rd.clone(), barrier.clone());
+                    std::thread::spawn(move || {
+                        let item = Item {
+                            task_id: format!("t/{}", i % 2),
+                            repeat: i,
+                        };
+                        barrier.wait();
+                        rd.secure_item_dir(&item)
+                    })
+                })
+                .collect();
+            for t in threads {
+                let made = t.join().unwrap();
+                assert!(
+                    made.as_ref().is_ok_and(|p| p.is_dir()),
+                    "round {round}: {made:?}"
+                );
+            }
+        }
     }
 
     #[test]

@@ -46,9 +46,20 @@ fn create_dirs_without_links(dir: &Path) -> Result<()> {
                 ))
             }
             Ok(_) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                std::fs::create_dir(&p).map_err(|e| RuntimeError::io(&p, e))?
-            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => match std::fs::create_dir(&p) {
+                Ok(()) => {}
+                // Made by a concurrent task run in between: it must be a real directory too.
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                    let m = std::fs::symlink_metadata(&p).map_err(|e| RuntimeError::io(&p, e))?;
+                    if m.file_type().is_symlink() || !m.is_dir() {
+                        return Err(RuntimeError::invalid(
+                            p.display().to_string(),
+                            "appeared as a symbolic link or a non-directory while being made",
+                        ));
+                    }
+                }
+                Err(e) => return Err(RuntimeError::io(&p, e)),
+            },
             Err(e) => return Err(RuntimeError::io(&p, e)),
         }
     }

@@ -87,6 +87,24 @@ fn agent_started(out: &Path) -> String {
     }
 }
 
+/// Every job log of the run in `out`, for a failure message.
+fn job_logs(out: &Path) -> String {
+    let mut logs: Vec<_> = std::fs::read_dir(out.join("slurm"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "log"))
+        .collect();
+    logs.sort();
+    logs.iter()
+        .map(|p| {
+            let t = std::fs::read_to_string(p).unwrap_or_default();
+            format!("--- {}\n{t}", p.display())
+        })
+        .collect()
+}
+
 fn ledger(out: &Path) -> Vec<Value> {
     let v: Value =
         serde_json::from_slice(&std::fs::read(out.join("slurm/jobs.json")).unwrap()).unwrap();
@@ -125,7 +143,7 @@ fn slurm_backend_runs_one_job_per_task_run_and_survives_scancel() {
         .unwrap();
     assert!(o.status.success(), "{}", show(&o));
     let (local, jobs) = (results(&tmp.join("local")), results(&tmp.join("jobs")));
-    assert_eq!(local.len(), 2);
+    assert_eq!(local.len(), 2, "{local:#?}");
     assert_eq!(jobs.len(), 2);
     for (l, j) in local.iter().zip(&jobs) {
         assert_eq!(l["task_id"], j["task_id"]);
@@ -155,8 +173,9 @@ fn slurm_backend_runs_one_job_per_task_run_and_survives_scancel() {
         .collect();
     assert_eq!(gpus.len(), 2, "two jobs shared a GPU: {jobs:?}");
     let l = ledger(&tmp.join("jobs"));
-    assert_eq!(l.len(), 2);
-    assert!(l.iter().all(|j| j["state"] == "COMPLETED"), "{l:?}");
+    let why = format!("ledger: {l:#?}\n{}", job_logs(&tmp.join("jobs")));
+    assert_eq!(l.len(), 2, "{why}");
+    assert!(l.iter().all(|j| j["state"] == "COMPLETED"), "{why}");
 
     // Nodes with their own, empty stores: each job fills its store from a bundle (every blob
     // verified) before it checks the images.
@@ -229,9 +248,10 @@ fn slurm_backend_runs_one_job_per_task_run_and_survives_scancel() {
     let o = child.wait_with_output().unwrap();
     assert!(!o.status.success(), "a cancelled task run was not reported");
     let report: Value = serde_json::from_slice(&o.stdout).unwrap();
-    assert_eq!(report["finished"], 3, "{report}");
-    assert_eq!(report["errors"], 1, "{report}");
     let l = ledger(&out);
+    let why = || format!("{report}\nledger: {l:?}\n{}", job_logs(&out));
+    assert_eq!(report["finished"], 3, "{}", why());
+    assert_eq!(report["errors"], 1, "{}", why());
     let cancelled = l.iter().find(|j| j["job_id"] == victim.as_str()).unwrap();
     assert_eq!(cancelled["state"], "CANCELLED", "{cancelled}");
     assert!(

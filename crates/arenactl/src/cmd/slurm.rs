@@ -98,7 +98,17 @@ pub fn run(args: RunArgs) -> anyhow::Result<Outcome> {
         RunState::Done
     };
     let error = if errors > 0 {
-        format!("{errors} task runs could not be carried out; run again to retry them")
+        // Each task run given up on, with its last job's reason (Slurm's state and the end
+        // of its log), so a script or a CI log shows why without opening the ledger.
+        let why: Vec<String> = summary
+            .failed
+            .iter()
+            .map(|(item, reason)| format!("{}: {reason}", item.label()))
+            .collect();
+        format!(
+            "{errors} task runs could not be carried out ({}); run again to retry them",
+            why.join("; ")
+        )
     } else {
         String::new()
     };
