@@ -54,8 +54,9 @@ pub enum BaseSpec {
     Scratch,
     /// An OCI image layout on disk (a directory or a tar of one), pinned by manifest digest.
     OciLayout { path: String, manifest: Digest },
-    /// A registry image pinned by digest (`registry/repo@sha256:…`). Not pulled by arena yet:
-    /// the manifest must already be in the store (from a bundle import).
+    /// A registry image pinned by digest (`registry/repo@sha256:…`). The build reads it from
+    /// the store: `arenactl image build` and `lock` pull it there first where it is missing
+    /// (arena-registry), or a bundle import brought it.
     Registry { reference: String },
 }
 

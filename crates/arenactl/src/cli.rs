@@ -6,9 +6,11 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
+mod image;
 mod listen;
 mod report;
 mod task;
+pub use image::{ImageCommand, RegistryArgs};
 pub use listen::Listen;
 pub use report::{CompareArgs, CompareFormat, ReportArgs, ReportFormat};
 pub use task::TaskCommand;
@@ -134,6 +136,8 @@ pub struct LockArgs {
     #[command(flatten)]
     pub store: StoreArgs,
     #[command(flatten)]
+    pub registry: RegistryArgs,
+    #[command(flatten)]
     pub json: JsonFlag,
 }
 
@@ -146,39 +150,6 @@ pub struct StoreArgs {
     /// Directory of pinned .deb files (default: $ARENA_DEB_DIR, else ~/.cache/arena/debs).
     #[arg(long, value_name = "DIR")]
     pub deb_dir: Option<PathBuf>,
-}
-
-#[derive(Debug, Subcommand)]
-pub enum ImageCommand {
-    /// Build a recipe (images/*.toml) into the store; unchanged inputs are not rebuilt.
-    Build {
-        #[arg(value_name = "RECIPE.toml")]
-        recipe: PathBuf,
-        #[command(flatten)]
-        store: StoreArgs,
-        #[command(flatten)]
-        out: JsonFlag,
-    },
-    /// Import every image of a lockfile from the store into containerd and verify its digest.
-    Load {
-        #[arg(long, value_name = "FILE")]
-        image_lock: PathBuf,
-        #[command(flatten)]
-        store: StoreArgs,
-        #[command(flatten)]
-        containerd: ContainerdArgs,
-        #[command(flatten)]
-        out: JsonFlag,
-    },
-    /// Recompute every image of a lockfile and check every digest (exit 1 on any mismatch).
-    Verify {
-        #[arg(long, value_name = "FILE")]
-        image_lock: PathBuf,
-        #[command(flatten)]
-        store: StoreArgs,
-        #[command(flatten)]
-        out: JsonFlag,
-    },
 }
 
 #[derive(Debug, Args)]

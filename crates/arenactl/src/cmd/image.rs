@@ -1,4 +1,4 @@
-//! `arenactl image build|verify`.
+//! `arenactl image build|load|verify` and `arenactl lock` (registry commands: registry.rs).
 
 use std::path::PathBuf;
 
@@ -24,9 +24,15 @@ impl StoreArgs {
 
 pub fn run(cmd: ImageCommand) -> anyhow::Result<Outcome> {
     match cmd {
-        ImageCommand::Build { recipe, store, out } => {
+        ImageCommand::Build {
+            recipe,
+            store,
+            registry,
+            out,
+        } => {
             let bars = Bars::new(out.json);
             let s = store.store()?;
+            super::registry::ensure_base(&recipe, &s, &registry, &bars)?;
             let ctx = BuildContext::new(&s, store.deb_dir(), &bars);
             let loaded = LoadedRecipe::load(&recipe)?;
             let spec = ImageSpec::from_recipe(&loaded)?;
@@ -77,6 +83,24 @@ pub fn run(cmd: ImageCommand) -> anyhow::Result<Outcome> {
                 Outcome::Invalid
             })
         }
+        ImageCommand::Resolve {
+            reference,
+            registry,
+            out,
+        } => super::registry::resolve(&reference, &registry, out.json),
+        ImageCommand::Pull {
+            reference,
+            store,
+            registry,
+            out,
+        } => super::registry::pull(&reference, &store, &registry, out.json),
+        ImageCommand::Push {
+            image,
+            reference,
+            store,
+            registry,
+            out,
+        } => super::registry::push(&image, &reference, &store, &registry, out.json),
     }
 }
 
@@ -88,6 +112,7 @@ pub fn lock(args: LockArgs) -> anyhow::Result<Outcome> {
         .out
         .unwrap_or_else(|| PathBuf::from(format!("lockfiles/{}.lock", args.set)));
     let dir = out.parent().map(PathBuf::from).unwrap_or_default();
+    super::registry::ensure_set_base(&args.sets, &args.set, &s, &args.registry, &bars)?;
     let lock = arena_image::lock_set(&ctx, &args.sets, &args.set, &dir)?;
     lock.write(&out)?;
     if args.json.json {

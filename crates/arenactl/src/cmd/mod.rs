@@ -3,6 +3,7 @@ pub mod containerd;
 pub mod endpoint;
 pub mod image;
 pub mod materialize;
+pub mod registry;
 pub mod report;
 pub mod run;
 pub mod runner;

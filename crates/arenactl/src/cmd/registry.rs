@@ -1,0 +1,153 @@
+//! `arenactl image resolve|pull|push`, and the pull of a recipe's registry base that
+//! `image build` and `lock` do when the store lacks it.
+
+use std::path::Path;
+
+use anyhow::Context;
+use arena_image::recipe::BaseSpec;
+use arena_image::{Digest, LoadedRecipe, Progress, Store};
+use arena_registry::{Registry, RegistryConfig};
+
+use super::{print_json, runtime, Outcome};
+use crate::cli::{RegistryArgs, StoreArgs};
+use crate::progress::Bars;
+
+impl RegistryArgs {
+    pub fn registry(&self) -> anyhow::Result<Registry> {
+        let (os, arch) = self.platform.split_once('/').with_context(|| {
+            format!(
+                "--platform {}: expected OS/ARCH (linux/amd64)",
+                self.platform
+            )
+        })?;
+        let mut mirrors = std::collections::BTreeMap::new();
+        for m in &self.mirrors {
+            let (from, to) = m
+                .split_once('=')
+                .filter(|(a, b)| !a.is_empty() && !b.is_empty())
+                .with_context(|| format!("--registry-mirror {m}: expected REGISTRY=MIRROR"))?;
+            mirrors.insert(from.to_string(), to.to_string());
+        }
+        Ok(Registry::new(RegistryConfig {
+            insecure: self.insecure.clone(),
+            mirrors,
+            auth_file: self.auth_file.clone(),
+            os: Some(os.to_string()),
+            architecture: Some(arch.to_string()),
+        })?)
+    }
+}
+
+/// Pulls the recipe's registry base into the store where its pinned manifest is missing
+/// (a pinned digest makes this a fixed-output fetch: what arrives is checked against it).
+pub fn ensure_base(
+    recipe: &Path,
+    store: &Store,
+    registry: &RegistryArgs,
+    progress: &dyn Progress,
+) -> anyhow::Result<()> {
+    let loaded = LoadedRecipe::load(recipe)?;
+    let BaseSpec::Registry { reference } = &loaded.recipe.base else {
+        return Ok(());
+    };
+    let pinned = reference
+        .rsplit_once('@')
+        .and_then(|(_, d)| Digest::parse(d).ok());
+    if pinned.as_ref().is_some_and(|d| store.has_blob(d)) {
+        return Ok(());
+    }
+    let reg = registry.registry()?;
+    let pulled = runtime()?
+        .block_on(reg.pull(reference, store, progress))
+        .with_context(|| format!("{}: base.reference", recipe.display()))?;
+    progress.note(&format!("pulled base {}", pulled.resolved.reference));
+    Ok(())
+}
+
+/// The base recipe of `set` in the sets file, for [`ensure_base`] before a lock.
+pub fn ensure_set_base(
+    sets: &Path,
+    set: &str,
+    store: &Store,
+    registry: &RegistryArgs,
+    progress: &dyn Progress,
+) -> anyhow::Result<()> {
+    let all = arena_image::lock::load_sets(sets)?;
+    // An unknown set is reported by lock_set, with the sets it knows.
+    let Some(s) = all.iter().find(|s| s.name == set) else {
+        return Ok(());
+    };
+    let dir = sets.parent().unwrap_or(Path::new("."));
+    ensure_base(&dir.join(&s.recipe), store, registry, progress)
+}
+
+pub fn resolve(reference: &str, registry: &RegistryArgs, json: bool) -> anyhow::Result<Outcome> {
+    let reg = registry.registry()?;
+    let r = runtime()?.block_on(reg.resolve(reference))?;
+    if json {
+        print_json(&r)?;
+    } else {
+        println!("{}", r.reference);
+    }
+    Ok(Outcome::Ok)
+}
+
+pub fn pull(
+    reference: &str,
+    store: &StoreArgs,
+    registry: &RegistryArgs,
+    json: bool,
+) -> anyhow::Result<Outcome> {
+    let s = store.store()?;
+    let reg = registry.registry()?;
+    let bars = Bars::new(json);
+    let p = runtime()?.block_on(reg.pull(reference, &s, &bars))?;
+    if json {
+        print_json(&p)?;
+    } else {
+        println!("{}", p.resolved.reference);
+        eprintln!(
+            "{} blobs fetched ({} bytes), {} already in {}",
+            p.fetched_blobs,
+            p.fetched_bytes,
+            p.present_blobs,
+            s.root().display()
+        );
+    }
+    Ok(Outcome::Ok)
+}
+
+pub fn push(
+    image: &str,
+    reference: &str,
+    store: &StoreArgs,
+    registry: &RegistryArgs,
+    json: bool,
+) -> anyhow::Result<Outcome> {
+    let s = store.store()?;
+    let manifest = match Digest::parse(image) {
+        Ok(d) => d,
+        Err(_) => {
+            let e = s.resolve_ref(image)?.with_context(|| {
+                format!(
+                    "{image}: neither a manifest digest nor an image name in {}",
+                    s.root().display()
+                )
+            })?;
+            e.digest
+        }
+    };
+    let reg = registry.registry()?;
+    let bars = Bars::new(json);
+    let p = runtime()?.block_on(reg.push(&s, &manifest, reference, &bars))?;
+    if json {
+        print_json(&p)?;
+    } else {
+        println!("{}", p.reference);
+        eprintln!(
+            "{} blobs pushed ({} bytes), {} already there",
+            p.pushed_blobs, p.pushed_bytes, p.present_blobs
+        );
+    }
+    Ok(Outcome::Ok)
+}
