@@ -17,7 +17,9 @@ use crate::error::{ImageError, Result};
 use crate::inputs::{tree_digest, HashCache};
 use crate::layer::write_layer;
 use crate::progress::Progress;
-use crate::recipe::{BaseSpec, ConfigSpec, DebPackage, LayerSpec, LoadedRecipe, Platform};
+use crate::recipe::{
+    BaseSpec, ConfigSpec, DebPackage, LayerSpec, LoadedRecipe, Platform, WheelPin,
+};
 use crate::record::{ImageRecord, LayerRecord};
 use crate::store::{Store, MEDIA_TYPE_CONFIG};
 
@@ -32,6 +34,8 @@ pub struct BuildContext<'a> {
     pub store: &'a Store,
     /// Where pinned `.deb` files are found (`apt-get download` output).
     pub deb_dir: Option<PathBuf>,
+    /// Where pinned wheels are found (`ci/fetch-wheels.sh` output, or a directory of wheels).
+    pub wheel_dir: Option<PathBuf>,
     pub progress: &'a dyn Progress,
     pub hashes: HashCache,
 }
@@ -41,9 +45,15 @@ impl<'a> BuildContext<'a> {
         BuildContext {
             store,
             deb_dir,
+            wheel_dir: None,
             progress,
             hashes: HashCache::load(store.root().join("arena/file-hashes.json")),
         }
+    }
+
+    pub fn with_wheel_dir(mut self, dir: Option<PathBuf>) -> Self {
+        self.wheel_dir = dir;
+        self
     }
 }
 
@@ -73,6 +83,12 @@ pub enum ResolvedLayer {
     Debs {
         merged_usr: bool,
         packages: Vec<DebPackage>,
+    },
+    Wheels {
+        site_packages: String,
+        prefix: String,
+        interpreter: String,
+        wheels: Vec<WheelPin>,
     },
 }
 
@@ -173,6 +189,17 @@ impl ImageSpec {
                     merged_usr: *merged_usr,
                     packages: packages.clone(),
                 },
+                LayerSpec::Wheels {
+                    site_packages,
+                    prefix,
+                    interpreter,
+                    wheels,
+                } => ResolvedLayer::Wheels {
+                    site_packages: site_packages.clone(),
+                    prefix: prefix.clone(),
+                    interpreter: interpreter.clone(),
+                    wheels: wheels.clone(),
+                },
             });
         }
         Ok(ImageSpec {
@@ -211,6 +238,16 @@ fn layer_input(ctx: &BuildContext, layer: &ResolvedLayer) -> Result<serde_json::
             "kind": "debs", "merged_usr": merged_usr,
             "packages": packages.iter().map(|p| format!("{}={}:{}@sha256:{}", p.name, p.version, p.arch, p.sha256)).collect::<Vec<_>>(),
         }),
+        ResolvedLayer::Wheels {
+            site_packages,
+            prefix,
+            interpreter,
+            wheels,
+        } => serde_json::json!({
+            "kind": "wheels", "site_packages": site_packages, "prefix": prefix,
+            "interpreter": interpreter,
+            "wheels": wheels.iter().map(|w| format!("{}@sha256:{}", w.file, w.sha256)).collect::<Vec<_>>(),
+        }),
         ResolvedLayer::Tarball {
             path,
             target,
@@ -246,8 +283,8 @@ fn resolve_base(ctx: &BuildContext, base: &ResolvedBase) -> Result<BaseImage> {
                 return Err(ImageError::Missing {
                     path: ctx.store.root().to_path_buf(),
                     what: format!(
-                        "base {label} (manifest {manifest}); arena does not pull from registries: \
-                         import it with `arenactl bundle import` or as an OCI layout"
+                        "base {label} (manifest {manifest}); pull it with `arenactl image pull` \
+                         (`image build` and `lock` do) or import a bundle"
                     ),
                 });
             }

@@ -130,6 +130,47 @@ pub enum LayerSpec {
         merged_usr: bool,
         packages: Vec<DebPackage>,
     },
+    /// Pinned Python wheels (`pip --require-hashes`), installed as pip installs them into a
+    /// fixed prefix, without running any of their code (layer/wheel).
+    Wheels {
+        /// `purelib`/`platlib` directory, e.g. `/usr/local/lib/python3.11/dist-packages`.
+        site_packages: String,
+        /// Scripts go to PREFIX/bin, `data` to PREFIX.
+        #[serde(default = "default_prefix")]
+        prefix: String,
+        /// The interpreter of scripts and console-script wrappers.
+        #[serde(default = "default_interpreter")]
+        interpreter: String,
+        wheels: Vec<WheelPin>,
+    },
+}
+
+/// One wheel, pinned: its file name (which names the distribution, version and tags) and the
+/// sha256 of the file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WheelPin {
+    pub file: String,
+    pub sha256: String,
+}
+
+impl WheelPin {
+    /// The distribution and version the file name gives (`torch-2.10.0-cp311-….whl`).
+    pub fn name_version(&self) -> Option<(&str, &str)> {
+        let stem = self.file.strip_suffix(".whl")?;
+        let mut parts = stem.splitn(3, '-');
+        let (name, version) = (parts.next()?, parts.next()?);
+        parts.next()?;
+        Some((name, version))
+    }
+}
+
+fn default_prefix() -> String {
+    "/usr/local".into()
+}
+
+fn default_interpreter() -> String {
+    "/usr/bin/python3".into()
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -216,6 +257,45 @@ impl LoadedRecipe {
                             return Err(self.field_error(
                                 &format!("layer[{i}].packages[{j}].sha256"),
                                 format!("`{}` is not 64 lowercase hex digits", p.sha256),
+                            ));
+                        }
+                    }
+                }
+                LayerSpec::Wheels {
+                    wheels,
+                    site_packages,
+                    prefix,
+                    interpreter,
+                } => {
+                    if wheels.is_empty() {
+                        return Err(self.field_error(&format!("layer[{i}].wheels"), "no wheels"));
+                    }
+                    for (field, v) in [
+                        ("site_packages", site_packages),
+                        ("prefix", prefix),
+                        ("interpreter", interpreter),
+                    ] {
+                        if !v.starts_with('/') || v.split('/').any(|c| c == "..") {
+                            return Err(self.field_error(
+                                &format!("layer[{i}].{field}"),
+                                format!("`{v}` is not an absolute path without `..`"),
+                            ));
+                        }
+                    }
+                    for (j, w) in wheels.iter().enumerate() {
+                        if w.name_version().is_none() || w.file.contains('/') {
+                            return Err(self.field_error(
+                                &format!("layer[{i}].wheels[{j}].file"),
+                                format!(
+                                    "`{}` is not a wheel file name (NAME-VERSION-…-TAG.whl)",
+                                    w.file
+                                ),
+                            ));
+                        }
+                        if Digest::parse(&format!("sha256:{}", w.sha256)).is_err() {
+                            return Err(self.field_error(
+                                &format!("layer[{i}].wheels[{j}].sha256"),
+                                format!("`{}` is not 64 lowercase hex digits", w.sha256),
                             ));
                         }
                     }

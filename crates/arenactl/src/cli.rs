@@ -141,7 +141,7 @@ pub struct LockArgs {
     pub json: JsonFlag,
 }
 
-/// Where images are stored and where pinned .deb files are found.
+/// Where images are stored and where pinned .deb files and wheels are found.
 #[derive(Debug, Args, Clone)]
 pub struct StoreArgs {
     /// Store directory (default: $ARENA_STORE, else ~/.cache/arena/store).
@@ -150,6 +150,9 @@ pub struct StoreArgs {
     /// Directory of pinned .deb files (default: $ARENA_DEB_DIR, else ~/.cache/arena/debs).
     #[arg(long, value_name = "DIR")]
     pub deb_dir: Option<PathBuf>,
+    /// Directory of pinned wheels (default: $ARENA_WHEEL_DIR, else ~/.cache/arena/wheels).
+    #[arg(long, value_name = "DIR")]
+    pub wheel_dir: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

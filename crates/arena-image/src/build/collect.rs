@@ -1,5 +1,5 @@
 //! Gathering a layer's contents: the files of a directory, file or task source, or the
-//! unpacked contents of pinned `.deb` packages found in the deb directory.
+//! unpacked contents of pinned `.deb` packages and wheels found in their directories.
 
 use std::path::PathBuf;
 
@@ -7,8 +7,9 @@ use super::{BuildContext, ResolvedLayer};
 use crate::digest::Digest;
 use crate::error::{ImageError, Result};
 use crate::layer::sources::{add_directory, add_file, add_task, Owner};
+use crate::layer::wheel::{self, WheelPlacement};
 use crate::layer::{deb, LayerTree};
-use crate::recipe::DebPackage;
+use crate::recipe::{DebPackage, WheelPin};
 
 /// The file name `apt-get download` gives a package (`:` of the epoch escaped as `%3a`).
 pub fn deb_file_name(p: &DebPackage) -> String {
@@ -41,6 +42,37 @@ fn find_deb(ctx: &BuildContext, p: &DebPackage) -> Result<PathBuf> {
         });
     }
     Ok(path)
+}
+
+fn find_wheel(ctx: &BuildContext, w: &WheelPin) -> Result<PathBuf> {
+    let dir = ctx.wheel_dir.as_ref().ok_or_else(|| {
+        ImageError::invalid(
+            format!("wheel {}", w.file),
+            "no wheel directory given (--wheel-dir or ARENA_WHEEL_DIR)",
+        )
+    })?;
+    let path = dir.join(&w.file);
+    if !path.is_file() {
+        return Err(ImageError::Missing {
+            path: dir.clone(),
+            what: format!("{} (fetch it with ci/fetch-wheels.sh)", w.file),
+        });
+    }
+    Ok(path)
+}
+
+/// Reads a pinned file, refusing it unless it has the pinned sha256.
+fn read_pinned(path: &std::path::Path, sha256: &str, what: &str) -> Result<Vec<u8>> {
+    let bytes = std::fs::read(path).map_err(|e| ImageError::io(path, e))?;
+    let found = Digest::of_bytes(&bytes);
+    if found.hex() != sha256 {
+        return Err(ImageError::DigestMismatch {
+            what: format!("{} ({what})", path.display()),
+            expected: format!("sha256:{sha256}"),
+            found: found.to_string(),
+        });
+    }
+    Ok(bytes)
 }
 
 /// Reads the layer's entries (the cheap part for host sources: stat only).
@@ -124,21 +156,40 @@ pub(super) fn collect(ctx: &BuildContext, layer: &ResolvedLayer) -> Result<Layer
             }
             for p in packages {
                 let path = find_deb(ctx, p)?;
-                let bytes = std::fs::read(&path).map_err(|e| ImageError::io(&path, e))?;
-                let found = Digest::of_bytes(&bytes);
-                if found.hex() != p.sha256 {
-                    return Err(ImageError::DigestMismatch {
-                        what: format!("{} (package {}={})", path.display(), p.name, p.version),
-                        expected: format!("sha256:{}", p.sha256),
-                        found: found.to_string(),
-                    });
-                }
+                let bytes = read_pinned(
+                    &path,
+                    &p.sha256,
+                    &format!("package {}={}", p.name, p.version),
+                )?;
                 deb::unpack_into(
                     &mut tree,
                     &path,
                     &bytes,
                     *merged_usr,
                     &format!("package {}", p.name),
+                )?;
+            }
+        }
+        ResolvedLayer::Wheels {
+            site_packages,
+            prefix,
+            interpreter,
+            wheels,
+        } => {
+            let place = WheelPlacement {
+                site_packages,
+                prefix,
+                interpreter,
+            };
+            for w in wheels {
+                let path = find_wheel(ctx, w)?;
+                let bytes = read_pinned(&path, &w.sha256, &format!("wheel {}", w.file))?;
+                wheel::unpack_into(
+                    &mut tree,
+                    &path,
+                    &bytes,
+                    &place,
+                    &format!("wheel {}", w.file),
                 )?;
             }
         }

@@ -1,5 +1,5 @@
 //! Layers: a tree of entries collected from sources (directories, files, tarballs, task
-//! directories, Debian packages), written as a deterministic tar and compressed.
+//! directories, Debian packages, Python wheels), written as a deterministic tar and compressed.
 //!
 //! Normalization: entries sorted by path bytes; every parent directory listed; mtime fixed
 //! (the recipe's, default 0); uid/gid 0 unless the layer says otherwise; no atime, ctime,
@@ -11,6 +11,7 @@ pub mod archive;
 pub mod deb;
 pub mod sources;
 pub mod tree;
+pub mod wheel;
 pub mod write;
 
 pub use tree::{Content, EntryKind, LayerEntry, LayerTree};

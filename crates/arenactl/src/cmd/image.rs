@@ -20,6 +20,13 @@ impl StoreArgs {
             .or_else(|| std::env::var_os("ARENA_DEB_DIR").map(PathBuf::from))
             .or_else(|| Some(Store::default_root().with_file_name("debs")))
     }
+
+    pub fn wheel_dir(&self) -> Option<PathBuf> {
+        self.wheel_dir
+            .clone()
+            .or_else(|| std::env::var_os("ARENA_WHEEL_DIR").map(PathBuf::from))
+            .or_else(|| Some(Store::default_root().with_file_name("wheels")))
+    }
 }
 
 pub fn run(cmd: ImageCommand) -> anyhow::Result<Outcome> {
@@ -33,7 +40,8 @@ pub fn run(cmd: ImageCommand) -> anyhow::Result<Outcome> {
             let bars = Bars::new(out.json);
             let s = store.store()?;
             super::registry::ensure_base(&recipe, &s, &registry, &bars)?;
-            let ctx = BuildContext::new(&s, store.deb_dir(), &bars);
+            let ctx =
+                BuildContext::new(&s, store.deb_dir(), &bars).with_wheel_dir(store.wheel_dir());
             let loaded = LoadedRecipe::load(&recipe)?;
             let spec = ImageSpec::from_recipe(&loaded)?;
             let (rec, built) = build(&ctx, &spec)?;
@@ -57,7 +65,8 @@ pub fn run(cmd: ImageCommand) -> anyhow::Result<Outcome> {
         } => {
             let bars = Bars::new(out.json);
             let s = store.store()?;
-            let ctx = BuildContext::new(&s, store.deb_dir(), &bars);
+            let ctx =
+                BuildContext::new(&s, store.deb_dir(), &bars).with_wheel_dir(store.wheel_dir());
             let mismatches = arena_image::verify(&ctx, &image_lock)?;
             if out.json {
                 print_json(&serde_json::json!({
@@ -107,7 +116,8 @@ pub fn run(cmd: ImageCommand) -> anyhow::Result<Outcome> {
 pub fn lock(args: LockArgs) -> anyhow::Result<Outcome> {
     let bars = Bars::new(args.json.json);
     let s = args.store.store()?;
-    let ctx = BuildContext::new(&s, args.store.deb_dir(), &bars);
+    let ctx =
+        BuildContext::new(&s, args.store.deb_dir(), &bars).with_wheel_dir(args.store.wheel_dir());
     let out = args
         .out
         .unwrap_or_else(|| PathBuf::from(format!("lockfiles/{}.lock", args.set)));
