@@ -90,6 +90,11 @@ pub enum ResolvedLayer {
         interpreter: String,
         wheels: Vec<WheelPin>,
     },
+    Installed {
+        site_packages: PathBuf,
+        target: String,
+        distributions: Vec<String>,
+    },
 }
 
 /// Everything an image is built from.
@@ -188,6 +193,15 @@ impl ImageSpec {
                 } => ResolvedLayer::Debs {
                     merged_usr: *merged_usr,
                     packages: packages.clone(),
+                },
+                LayerSpec::Installed {
+                    site_packages,
+                    target,
+                    distributions,
+                } => ResolvedLayer::Installed {
+                    site_packages: r.resolve_path(&f("site_packages"), site_packages)?,
+                    target: target.clone(),
+                    distributions: distributions.clone(),
                 },
                 LayerSpec::Wheels {
                     site_packages,

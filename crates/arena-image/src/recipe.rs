@@ -143,6 +143,16 @@ pub enum LayerSpec {
         interpreter: String,
         wheels: Vec<WheelPin>,
     },
+    /// Distributions installed in a Python environment on this host, taken by their RECORD
+    /// files (every file checked against its recorded sha256; layer/installed).
+    Installed {
+        /// The environment's site-packages directory on this host.
+        site_packages: String,
+        /// Where that directory is in the image (RECORD's `../../bin/x` land beside it).
+        target: String,
+        /// Distribution names, or `["*"]` for every one installed there.
+        distributions: Vec<String>,
+    },
 }
 
 /// One wheel, pinned: its file name (which names the distribution, version and tags) and the
@@ -298,6 +308,24 @@ impl LoadedRecipe {
                                 format!("`{}` is not 64 lowercase hex digits", w.sha256),
                             ));
                         }
+                    }
+                }
+                LayerSpec::Installed {
+                    target,
+                    distributions,
+                    ..
+                } => {
+                    if distributions.is_empty() {
+                        return Err(self.field_error(
+                            &format!("layer[{i}].distributions"),
+                            "no distributions (`[\"*\"]` takes every one)",
+                        ));
+                    }
+                    if !target.starts_with('/') || target.split('/').any(|c| c == "..") {
+                        return Err(self.field_error(
+                            &format!("layer[{i}].target"),
+                            format!("`{target}` is not an absolute path without `..`"),
+                        ));
                     }
                 }
                 LayerSpec::File { mode: Some(m), .. }

@@ -170,6 +170,18 @@ pub(super) fn collect(ctx: &BuildContext, layer: &ResolvedLayer) -> Result<Layer
                 )?;
             }
         }
+        ResolvedLayer::Installed {
+            site_packages,
+            target,
+            distributions,
+        } => {
+            crate::layer::installed::add_installed(
+                &mut tree,
+                site_packages,
+                target,
+                distributions,
+            )?;
+        }
         ResolvedLayer::Wheels {
             site_packages,
             prefix,

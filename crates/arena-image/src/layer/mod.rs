@@ -9,6 +9,7 @@
 
 pub mod archive;
 pub mod deb;
+pub mod installed;
 pub mod sources;
 pub mod tree;
 pub mod wheel;

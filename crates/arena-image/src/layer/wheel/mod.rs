@@ -90,10 +90,10 @@ fn entry_scripts(path: &Path, text: &str) -> Result<BTreeMap<String, (String, St
 }
 
 /// One RECORD row: the urlsafe-base64 sha256 and the size, where given.
-type RecordRow = (Option<String>, Option<u64>);
+pub(crate) type RecordRow = (Option<String>, Option<u64>);
 
 /// RECORD: path → its row.
-fn read_record(path: &Path, text: &str) -> Result<BTreeMap<String, RecordRow>> {
+pub(crate) fn read_record(path: &Path, text: &str) -> Result<BTreeMap<String, RecordRow>> {
     let mut out = BTreeMap::new();
     let mut r = csv::ReaderBuilder::new()
         .has_headers(false)
@@ -192,6 +192,23 @@ pub fn unpack_into(
     ];
     let mut added = 0;
     let mut add = |tree: &mut LayerTree, dest: String, bytes: Vec<u8>, mode: u32| -> Result<()> {
+        // Namespace packages ship the same file in several wheels (every NVIDIA wheel has
+        // `nvidia/__init__.py`): identical bytes and mode are one file. Different content is
+        // refused (pip would keep whichever wheel came last).
+        if let Some(LayerEntry {
+            kind:
+                EntryKind::File {
+                    content: Content::Bytes(old),
+                    ..
+                },
+            mode: old_mode,
+            ..
+        }) = tree.get(&dest)
+        {
+            if **old == bytes && *old_mode == mode {
+                return Ok(());
+            }
+        }
         tree.insert(
             LayerEntry {
                 path: dest,

@@ -15,6 +15,10 @@ fn record_line(name: &str, bytes: &[u8]) -> String {
 
 /// A wheel of `files` (name, bytes, unix mode) with a RECORD listing all but `unlisted`.
 fn wheel(files: &[(&str, &[u8], u32)], unlisted: &[&str]) -> Vec<u8> {
+    wheel_of("demo-1.0", files, unlisted)
+}
+
+fn wheel_of(dist: &str, files: &[(&str, &[u8], u32)], unlisted: &[&str]) -> Vec<u8> {
     let mut w = zip::ZipWriter::new(Cursor::new(Vec::new()));
     let mut record = String::new();
     for (name, bytes, mode) in files {
@@ -25,9 +29,9 @@ fn wheel(files: &[(&str, &[u8], u32)], unlisted: &[&str]) -> Vec<u8> {
             record.push_str(&record_line(name, bytes));
         }
     }
-    record.push_str("demo-1.0.dist-info/RECORD,,\n");
+    record.push_str(&format!("{dist}.dist-info/RECORD,,\n"));
     w.start_file(
-        "demo-1.0.dist-info/RECORD",
+        format!("{dist}.dist-info/RECORD"),
         zip::write::SimpleFileOptions::default(),
     )
     .unwrap();
@@ -199,4 +203,46 @@ fn unsafe_or_malformed_wheels_are_refused_with_the_reason() {
     .unwrap_err()
     .to_string();
     assert!(e.contains("not a wheel"), "{e}");
+}
+
+#[test]
+fn a_file_two_wheels_share_is_one_file_unless_they_differ() {
+    let shared = |dist: &'static str, init: &'static [u8], pkg: &'static str| {
+        let wheel_file = format!("{dist}.dist-info/WHEEL");
+        let files: Vec<(&str, &[u8], u32)> = vec![
+            (wheel_file.as_str(), b"Wheel-Version: 1.0\n", 0o644),
+            ("ns/__init__.py", init, 0o644),
+            (pkg, b"x = 1\n", 0o644),
+        ];
+        wheel_of(dist, &files, &[])
+    };
+    let mut tree = LayerTree::new();
+    unpack_into(
+        &mut tree,
+        Path::new("a.whl"),
+        &shared("a-1.0", b"", "ns/a.py"),
+        &PLACE,
+        "wheel a",
+    )
+    .unwrap();
+    // The same namespace file again: one file.
+    unpack_into(
+        &mut tree,
+        Path::new("b.whl"),
+        &shared("b-1.0", b"", "ns/b.py"),
+        &PLACE,
+        "wheel b",
+    )
+    .unwrap();
+    assert!(files_of(&tree).contains_key("usr/local/lib/python3.11/dist-packages/ns/b.py"));
+    let e = unpack_into(
+        &mut tree,
+        Path::new("c.whl"),
+        &shared("c-1.0", b"raise SystemExit\n", "ns/c.py"),
+        &PLACE,
+        "wheel c",
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("ns/__init__.py") && e.contains("wheel c"), "{e}");
 }
