@@ -4,9 +4,11 @@
 //! Blobs are written to `tmp/` and renamed into place, so a crash never leaves a partial blob
 //! under its digest.
 
+use std::collections::HashMap;
 use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 use serde::{Deserialize, Serialize};
 
@@ -24,6 +26,10 @@ pub const REF_NAME: &str = "org.opencontainers.image.ref.name";
 #[derive(Debug, Clone)]
 pub struct Store {
     root: PathBuf,
+    /// Blobs this process has re-hashed and found good, with the file's identity then
+    /// (inode, size, mtime): a lock or verify of a set whose tasks share one base hashes the
+    /// base's layers once, not once per task, and a file changed since is hashed again.
+    verified: Arc<Mutex<HashMap<Digest, (u64, u64, i64, i64)>>>,
 }
 
 /// One entry of `index.json`.
@@ -72,6 +78,7 @@ impl Store {
         }
         Ok(Store {
             root: root.to_path_buf(),
+            verified: Arc::default(),
         })
     }
 
@@ -152,10 +159,27 @@ impl Store {
         Ok(data)
     }
 
-    /// Re-hashes a blob and checks its size: the store is not trusted blindly.
+    /// Re-hashes a blob and checks its size: the store is not trusted blindly. A blob this
+    /// process already found good is not hashed again while its file is unchanged.
     pub fn verify_blob(&self, d: &Digest, size: Option<u64>) -> Result<()> {
         let p = self.blob_path(d);
         let f = self.open_blob(d)?;
+        let identity = f.metadata().ok().map(|m| {
+            use std::os::unix::fs::MetadataExt;
+            (m.ino(), m.len(), m.mtime(), m.mtime_nsec())
+        });
+        let seen = self
+            .verified
+            .lock()
+            .map(|v| v.get(d).copied())
+            .ok()
+            .flatten();
+        if identity.is_some()
+            && seen == identity
+            && size.is_none_or(|s| Some(s) == identity.map(|i| i.1))
+        {
+            return Ok(());
+        }
         let mut r = HashingReader::new(std::io::BufReader::with_capacity(1 << 20, f));
         std::io::copy(&mut r, &mut std::io::sink()).map_err(|e| ImageError::io(&p, e))?;
         let (found, n) = r.finish();
@@ -174,6 +198,9 @@ impl Store {
                     found: n,
                 });
             }
+        }
+        if let (Some(id), Ok(mut v)) = (identity, self.verified.lock()) {
+            v.insert(d.clone(), id);
         }
         Ok(())
     }
@@ -262,4 +289,33 @@ pub fn write_atomic(path: &Path, data: &[u8]) -> Result<()> {
         .map_err(|e| ImageError::io(path, e))?;
     f.persist(path).map_err(|e| ImageError::io(path, e.error))?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_blob_is_hashed_again_once_its_file_changed() {
+        let d = tempfile::tempdir().unwrap();
+        let store = Store::open(d.path()).unwrap();
+        let digest = store.put_bytes(b"hello blob").unwrap();
+        store.verify_blob(&digest, Some(10)).unwrap();
+        // Remembered: a second check of the unchanged file is free, in a clone too.
+        store.clone().verify_blob(&digest, Some(10)).unwrap();
+        assert!(
+            store.verify_blob(&digest, Some(11)).is_err(),
+            "size still checked"
+        );
+        // The same length, other bytes, a later mtime: hashed again and refused.
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        let p = store.blob_path(&digest);
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o644)).unwrap();
+        std::fs::write(&p, b"hello BLOB").unwrap();
+        let e = store
+            .verify_blob(&digest, Some(10))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("digest mismatch"), "{e}");
+    }
 }
