@@ -95,6 +95,10 @@ pub enum ResolvedLayer {
         target: String,
         distributions: Vec<String>,
     },
+    Bytecode {
+        interpreter: String,
+        paths: Vec<String>,
+    },
 }
 
 /// Everything an image is built from.
@@ -194,6 +198,10 @@ impl ImageSpec {
                     merged_usr: *merged_usr,
                     packages: packages.clone(),
                 },
+                LayerSpec::Bytecode { interpreter, paths } => ResolvedLayer::Bytecode {
+                    interpreter: interpreter.clone(),
+                    paths: paths.clone(),
+                },
                 LayerSpec::Installed {
                     site_packages,
                     target,
@@ -251,6 +259,10 @@ fn layer_input(ctx: &BuildContext, layer: &ResolvedLayer) -> Result<serde_json::
         } => serde_json::json!({
             "kind": "debs", "merged_usr": merged_usr,
             "packages": packages.iter().map(|p| format!("{}={}:{}@sha256:{}", p.name, p.version, p.arch, p.sha256)).collect::<Vec<_>>(),
+        }),
+        // What it compiles is the layers below, which the derivation names already.
+        ResolvedLayer::Bytecode { interpreter, paths } => serde_json::json!({
+            "kind": "bytecode", "interpreter": interpreter, "paths": paths,
         }),
         ResolvedLayer::Wheels {
             site_packages,
@@ -408,7 +420,23 @@ pub fn build(ctx: &BuildContext, spec: &ImageSpec) -> Result<(ImageRecord, bool)
     }
     let mut layers = base.layers.clone();
     for l in &spec.layers {
-        let tree = collect(ctx, l)?;
+        let tree = match l {
+            ResolvedLayer::Bytecode { interpreter, paths } => {
+                ctx.progress
+                    .phase(&format!("compiling bytecode of {}", spec.name), None);
+                let scratch = tempfile::Builder::new()
+                    .prefix("bytecode-")
+                    .tempdir_in(ctx.store.root().join("tmp"))
+                    .map_err(|e| ImageError::io(ctx.store.root().join("tmp"), e))?;
+                crate::layer::bytecode::unpack_layers(ctx.store, &layers, scratch.path())?;
+                let tree = crate::layer::bytecode::compile(scratch.path(), interpreter, paths);
+                ctx.progress.finish_phase();
+                let mut tree = tree?;
+                tree.add_parents();
+                tree
+            }
+            other => collect(ctx, other)?,
+        };
         ctx.progress.phase(
             &format!("compressing layer of {}", spec.name),
             Some(tree.content_bytes()),

@@ -143,6 +143,13 @@ pub enum LayerSpec {
         interpreter: String,
         wheels: Vec<WheelPin>,
     },
+    /// Checked-hash bytecode for the `.py` files below `paths`, compiled at build time by the
+    /// image's own `interpreter` from the layers below (layer/bytecode).
+    Bytecode {
+        #[serde(default = "default_interpreter")]
+        interpreter: String,
+        paths: Vec<String>,
+    },
     /// Distributions installed in a Python environment on this host, taken by their RECORD
     /// files (every file checked against its recorded sha256; layer/installed).
     Installed {
@@ -306,6 +313,27 @@ impl LoadedRecipe {
                             return Err(self.field_error(
                                 &format!("layer[{i}].wheels[{j}].sha256"),
                                 format!("`{}` is not 64 lowercase hex digits", w.sha256),
+                            ));
+                        }
+                    }
+                }
+                LayerSpec::Bytecode { interpreter, paths } => {
+                    if paths.is_empty() {
+                        return Err(self.field_error(&format!("layer[{i}].paths"), "no paths"));
+                    }
+                    if i == 0 && matches!(r.base, BaseSpec::Scratch) {
+                        return Err(self.field_error(
+                            &format!("layer[{i}]"),
+                            "a bytecode layer needs layers below it with the interpreter",
+                        ));
+                    }
+                    for (field, v) in std::iter::once(("interpreter", interpreter))
+                        .chain(paths.iter().map(|p| ("paths", p)))
+                    {
+                        if !v.starts_with('/') || v.split('/').any(|c| c == "..") {
+                            return Err(self.field_error(
+                                &format!("layer[{i}].{field}"),
+                                format!("`{v}` is not an absolute path without `..`"),
                             ));
                         }
                     }

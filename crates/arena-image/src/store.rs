@@ -23,13 +23,16 @@ pub const MEDIA_TYPE_MANIFEST: &str = "application/vnd.oci.image.manifest.v1+jso
 pub const MEDIA_TYPE_CONFIG: &str = "application/vnd.oci.image.config.v1+json";
 pub const REF_NAME: &str = "org.opencontainers.image.ref.name";
 
+/// A file's inode, size and mtime (seconds, nanoseconds): changed when the file is.
+type FileIdentity = (u64, u64, i64, i64);
+
 #[derive(Debug, Clone)]
 pub struct Store {
     root: PathBuf,
     /// Blobs this process has re-hashed and found good, with the file's identity then
     /// (inode, size, mtime): a lock or verify of a set whose tasks share one base hashes the
     /// base's layers once, not once per task, and a file changed since is hashed again.
-    verified: Arc<Mutex<HashMap<Digest, (u64, u64, i64, i64)>>>,
+    verified: Arc<Mutex<HashMap<Digest, FileIdentity>>>,
 }
 
 /// One entry of `index.json`.

@@ -95,6 +95,23 @@ fn pinned_wheels_build_reproducibly_and_import_in_a_container() {
         .await;
         assert_eq!(o.exit_code, 0, "{}", read(&o.stderr));
         assert_eq!(read(&o.stdout).trim(), "1.17.0 10");
+        // The standard library's bytecode comes from the image (the testbase's bytecode
+        // layer): checked-hash .pyc, used by a Python that may not write any.
+        let o = run(
+            &c,
+            &image,
+            "wheels-bytecode",
+            config(&[
+                "python3",
+                "-c",
+                "import importlib.util, json; f = open(importlib.util.cache_from_source(json.__file__), 'rb'); print(f.read(8)[4:8].hex())",
+            ]),
+            Duration::from_secs(60),
+            &logs,
+        )
+        .await;
+        assert_eq!(o.exit_code, 0, "{}", read(&o.stderr));
+        assert_eq!(read(&o.stdout).trim(), "03000000", "checked-hash flags");
         // The console script `wheel` is generated from entry_points.txt.
         let o = run(
             &c,

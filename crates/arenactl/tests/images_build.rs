@@ -248,6 +248,27 @@ fn bad_inputs_are_refused_by_name() {
         "{err}"
     );
 
+    // Bytecode with nothing below to compile it, and with an interpreter the layers lack.
+    let err = recipe_error(
+        d,
+        "[base]\nkind = \"scratch\"\n[[layer]]\nkind = \"bytecode\"\npaths = [\"/usr/lib\"]\n",
+    );
+    assert!(
+        err.contains("layer[0]: a bytecode layer needs layers below it"),
+        "{err}"
+    );
+    std::fs::create_dir_all(d.join("tree/usr/lib")).unwrap();
+    let err = recipe_error(
+        d,
+        "[base]\nkind = \"scratch\"\n[[layer]]\nkind = \"directory\"\npath = \"tree\"\n[[layer]]\nkind = \"bytecode\"\npaths = [\"/usr/lib\"]\n",
+    );
+    assert!(
+        err.contains(
+            "bytecode layer (/usr/bin/python3): the layers below hold no glibc dynamic loader"
+        ),
+        "{err}"
+    );
+
     // Nothing of the refused builds became visible under a name.
     let index = std::fs::read_to_string(d.join("store/index.json")).unwrap();
     assert!(index.contains("\"manifests\":[]"), "{index}");

@@ -170,6 +170,12 @@ pub(super) fn collect(ctx: &BuildContext, layer: &ResolvedLayer) -> Result<Layer
                 )?;
             }
         }
+        ResolvedLayer::Bytecode { .. } => {
+            return Err(ImageError::invalid(
+                "bytecode layer",
+                "compiled from the layers below while the image is built, not collected",
+            ))
+        }
         ResolvedLayer::Installed {
             site_packages,
             target,
