@@ -49,8 +49,11 @@ image=$("$arenactl" image load --image-lock "$work/cuda.lock" --store "$work/sto
   --containerd "$sock" --namespace arena --json |
   python3 -c 'import json,sys; print(next(i["name"] for i in json.load(sys.stdin)["images"] if (i["task"] or "").endswith("row_softmax")))')
 ctr -a "$sock" -n arena run --rm "$image" cuda-pytorch-check python3 -c '
+import time
+t0 = time.perf_counter()
 import sys, torch, triton
 import numpy
+import_s = time.perf_counter() - t0
 print("torch", torch.__version__, "cuda build", torch.version.cuda, "triton", triton.__version__, "numpy", numpy.__version__)
 assert torch.__version__.startswith("2.10.0") and torch.version.cuda and triton.__version__ == "3.6.0"
 a = torch.arange(12.0).reshape(3, 4)
@@ -63,4 +66,8 @@ for shape in t.TEST_SHAPES:
     e = torch.exp(x.double() - x.double().max(dim=-1, keepdim=True).values)
     t.check(t.reference(x), (e / e.sum(dim=-1, keepdim=True)).float())
 print("cpu op and row_softmax reference on", len(t.TEST_SHAPES), "shapes: ok")
+import importlib.util
+flags = open(importlib.util.cache_from_source(torch.__file__), "rb").read(8)[4:8]
+assert flags == b"\x03\0\0\0", flags
+print(f"import torch, triton, numpy: {import_s:.2f} s (checked-hash bytecode from the image)")
 '
