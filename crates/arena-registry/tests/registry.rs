@@ -4,7 +4,8 @@
 //! down, connection cut mid-blob — ends in an error that says which, with nothing of the
 //! failed pull in the store.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 use arena_image::base::base_from_store;
 use arena_image::{
@@ -42,10 +43,18 @@ fn built_image(dir: &Path) -> (Store, ImageRecord) {
     (store, rec)
 }
 
+/// An empty credentials file: no docker config of this machine's may leak into a test.
+fn no_credentials() -> Option<PathBuf> {
+    static FILE: OnceLock<tempfile::TempDir> = OnceLock::new();
+    let dir = FILE.get_or_init(|| tempfile::tempdir().unwrap());
+    let f = dir.path().join("config.json");
+    std::fs::write(&f, r#"{"auths": {}}"#).unwrap();
+    Some(f)
+}
+
 fn registry() -> Registry {
     Registry::new(RegistryConfig {
-        // No credentials file of the machine's may leak into a test.
-        auth_file: None,
+        auth_file: no_credentials(),
         ..Default::default()
     })
     .unwrap()
@@ -191,6 +200,7 @@ fn a_multi_platform_index_is_resolved_to_the_configured_platform() {
     assert_eq!(res.reference, format!("{repo}@{}", rec.manifest));
     let arm = Registry::new(RegistryConfig {
         architecture: Some("arm64".into()),
+        auth_file: no_credentials(),
         ..Default::default()
     })
     .unwrap();
@@ -199,6 +209,7 @@ fn a_multi_platform_index_is_resolved_to_the_configured_platform() {
     // A platform the index lacks is named with the ones it has.
     let riscv = Registry::new(RegistryConfig {
         architecture: Some("riscv64".into()),
+        auth_file: no_credentials(),
         ..Default::default()
     })
     .unwrap();

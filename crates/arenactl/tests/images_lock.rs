@@ -72,7 +72,8 @@ fn builds_are_reproducible_and_only_a_changed_task_changes() {
         ],
         "{before}\n---\n{after}"
     );
-    assert_eq!(before.matches("[[image.layers]]").count(), 3);
+    // The testbase's packages, rootfs and bytecode layers, then the task's.
+    assert_eq!(before.matches("[[image.layers]]").count(), 4);
 }
 
 #[test]

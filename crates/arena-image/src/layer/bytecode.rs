@@ -90,7 +90,10 @@ pub fn compile(root: &Path, interpreter: &str, dirs: &[String]) -> Result<LayerT
     cmd.arg("--library-path")
         .arg(libs.join(":"))
         .arg(&python)
-        .args(["-E", "-s", "-m", "compileall", "-q", "-f"])
+        // No -E: PYTHONHOME below names the image's prefix (the loader, not the interpreter,
+        // is this process's executable, so Python cannot find it from its own path); the
+        // environment is cleared, so nothing else of the host's reaches it.
+        .args(["-s", "-m", "compileall", "-q", "-f"])
         .args(["--invalidation-mode", "checked-hash"])
         // Paths inside the .pyc (tracebacks) are the image's, not the scratch directory's.
         .arg("-s")
