@@ -5,7 +5,7 @@
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -25,22 +25,21 @@ fn free_port() -> u16 {
         .expect("a free loopback port")
 }
 
-fn wait_listening(host: &str, what: &str, log: &Path) {
-    let t0 = Instant::now();
-    while TcpStream::connect(host).is_err() {
-        assert!(
-            t0.elapsed() < Duration::from_secs(20),
-            "{what} did not listen on {host}: {}",
-            std::fs::read_to_string(log).unwrap_or_default()
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
 impl LocalRegistry {
     /// Starts a registry; with `htpasswd` (`user:bcrypt-hash` lines), every request needs
     /// basic auth.
     pub fn start(htpasswd: Option<&str>) -> LocalRegistry {
+        // A free port can be taken by someone else between our probe and the registry's bind
+        // (tests run in parallel): then the registry exits, and another port is tried.
+        for _ in 0..5 {
+            if let Some(r) = LocalRegistry::try_start(htpasswd) {
+                return r;
+            }
+        }
+        panic!("docker-registry did not stay up on five free ports");
+    }
+
+    fn try_start(htpasswd: Option<&str>) -> Option<LocalRegistry> {
         let dir = tempfile::tempdir().expect("tempdir");
         let host = format!("127.0.0.1:{}", free_port());
         let auth = match htpasswd {
@@ -64,7 +63,7 @@ impl LocalRegistry {
         )
         .expect("config");
         let log = dir.path().join("registry.log");
-        let child = Command::new("docker-registry")
+        let mut child = Command::new("docker-registry")
             .arg("serve")
             .arg(&config)
             .stdin(Stdio::null())
@@ -72,8 +71,27 @@ impl LocalRegistry {
             .stderr(std::fs::File::create(dir.path().join("registry.err")).expect("log"))
             .spawn()
             .expect("docker-registry (bash ci/setup.sh installs it)");
-        wait_listening(&host, "docker-registry", &dir.path().join("registry.err"));
-        LocalRegistry { child, dir, host }
+        let t0 = Instant::now();
+        loop {
+            if let Ok(Some(_)) = child.try_wait() {
+                return None;
+            }
+            if TcpStream::connect(&host).is_ok() {
+                break;
+            }
+            assert!(
+                t0.elapsed() < Duration::from_secs(20),
+                "docker-registry did not listen on {host}: {}",
+                std::fs::read_to_string(dir.path().join("registry.err")).unwrap_or_default()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        // Listening, and still ours: the port was not someone else's.
+        std::thread::sleep(Duration::from_millis(100));
+        if let Ok(Some(_)) = child.try_wait() {
+            return None;
+        }
+        Some(LocalRegistry { child, dir, host })
     }
 
     /// The file a blob's bytes are kept in (the filesystem driver's layout), to corrupt it.

@@ -45,11 +45,14 @@ fn built_image(dir: &Path) -> (Store, ImageRecord) {
 
 /// An empty credentials file: no docker config of this machine's may leak into a test.
 fn no_credentials() -> Option<PathBuf> {
-    static FILE: OnceLock<tempfile::TempDir> = OnceLock::new();
-    let dir = FILE.get_or_init(|| tempfile::tempdir().unwrap());
-    let f = dir.path().join("config.json");
-    std::fs::write(&f, r#"{"auths": {}}"#).unwrap();
-    Some(f)
+    // Written once: tests run in parallel, and a rewrite would let another read it half-made.
+    static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();
+    let dir = DIR.get_or_init(|| {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(d.path().join("config.json"), r#"{"auths": {}}"#).unwrap();
+        d
+    });
+    Some(dir.path().join("config.json"))
 }
 
 fn registry() -> Registry {
