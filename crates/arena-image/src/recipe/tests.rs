@@ -1,0 +1,98 @@
+use super::*;
+
+fn load(text: &str) -> Result<LoadedRecipe> {
+    let d = tempfile::tempdir().unwrap();
+    let f = d.path().join("r.toml");
+    std::fs::write(&f, text).unwrap();
+    LoadedRecipe::load(&f).map(|mut r| {
+        r.file = PathBuf::from("images/r.toml");
+        r
+    })
+}
+
+#[test]
+fn parses_every_kind() {
+    let r = load(
+        r#"
+name = "x"
+mtime = 1700000000
+compression = "gzip"
+[base]
+kind = "oci-layout"
+path = "${HOME}/bases/rocm"
+manifest = "sha256:0000000000000000000000000000000000000000000000000000000000000000"
+[[layer]]
+kind = "debs"
+packages = [{ name = "a", version = "1:2", sha256 = "1111111111111111111111111111111111111111111111111111111111111111" }]
+[[layer]]
+kind = "directory"
+path = "rootfs"
+[[layer]]
+kind = "file"
+path = "f"
+target = "/usr/local/bin/f"
+mode = "0755"
+[[layer]]
+kind = "tarball"
+path = "t.tar.gz"
+target = "/opt"
+[[layer]]
+kind = "task"
+path = "../tasks/x"
+[config]
+env = ["A=1"]
+workdir = "/task"
+labels = { "a.b" = "c" }
+"#,
+    )
+    .unwrap();
+    assert_eq!(r.recipe.layers.len(), 5);
+    assert_eq!(r.recipe.compression, Compression::Gzip);
+    assert!(matches!(&r.recipe.layers[4], LayerSpec::Task { target, .. } if target == "/task"));
+    assert!(
+        matches!(&r.recipe.layers[0], LayerSpec::Debs { merged_usr: true, packages } if packages[0].arch == "amd64")
+    );
+    let home = std::env::var("HOME").unwrap();
+    assert_eq!(
+        r.resolve_path("base.path", "${HOME}/bases/rocm").unwrap(),
+        PathBuf::from(format!("{home}/bases/rocm"))
+    );
+    assert_eq!(
+        r.resolve_path("p", "rootfs").unwrap(),
+        PathBuf::from("images/rootfs")
+    );
+    let e = r
+        .resolve_path("base.path", "${ARENA_NO_SUCH_VAR}/x")
+        .unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "images/r.toml: base.path: `${ARENA_NO_SUCH_VAR}/x` needs the environment variable ARENA_NO_SUCH_VAR, which is not set"
+    );
+}
+
+#[test]
+fn errors_name_line_and_field() {
+    let e = load("name = \"x\"\n[base]\nkind = \"scratch\"\n[[layer]]\nkind = \"directory\"\npath = \"a\"\nbogus = 1\n")
+        .unwrap_err()
+        .to_string();
+    // The span of an internally tagged table is the table itself: the layer starts on line 4.
+    assert!(
+        e.contains("line 4") && e.contains("unknown field `bogus`"),
+        "{e}"
+    );
+    let e =
+        load("name = \"x\"\n[base]\nkind = \"registry\"\nreference = \"rocm/pytorch:latest\"\n")
+            .unwrap_err()
+            .to_string();
+    assert!(
+        e.contains("base.reference: `rocm/pytorch:latest` is not pinned by digest"),
+        "{e}"
+    );
+    let e = load("name = \"x\"\n[base]\nkind = \"scratch\"\n[[layer]]\nkind = \"debs\"\npackages = [{name = \"a\", version = \"1\", sha256 = \"xyz\"}]\n")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("layer[0].packages[0].sha256: `xyz` is not 64 lowercase hex digits"),
+        "{e}"
+    );
+}
