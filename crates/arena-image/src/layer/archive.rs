@@ -4,10 +4,9 @@
 
 use std::io::Read;
 use std::path::Path;
-use std::sync::Arc;
 
 use crate::error::{ImageError, Result};
-use crate::layer::tree::{join_target, Content, EntryKind, LayerEntry, LayerTree};
+use crate::layer::tree::{join_target, EntryKind, LayerEntry, LayerTree};
 
 /// How archive paths are placed into the layer.
 pub struct Placement<'a> {
@@ -103,10 +102,7 @@ pub fn read_tar_into<R: Read>(
                         path: archive.to_path_buf(),
                         message: format!("entry `{raw}` is truncated: {e}"),
                     })?;
-                EntryKind::File {
-                    size: buf.len() as u64,
-                    content: Content::Bytes(Arc::new(buf)),
-                }
+                EntryKind::bytes(buf)
             }
             tar::EntryType::Symlink => {
                 let target = link_name(&entry, archive, &raw)?;

@@ -8,10 +8,9 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::Arc;
 
 use crate::error::{ImageError, Result};
-use crate::layer::tree::{Content, EntryKind, LayerEntry, LayerTree};
+use crate::layer::tree::{EntryKind, LayerEntry, LayerTree};
 use crate::record::LayerRecord;
 use crate::store::Store;
 
@@ -150,10 +149,7 @@ fn collect_pyc(root: &Path, dir: &Path, tree: &mut LayerTree) -> Result<()> {
             tree.insert(
                 LayerEntry {
                     path: rel,
-                    kind: EntryKind::File {
-                        size: bytes.len() as u64,
-                        content: Content::Bytes(Arc::new(bytes)),
-                    },
+                    kind: EntryKind::bytes(bytes),
                     mode: 0o644,
                     uid: 0,
                     gid: 0,

@@ -29,6 +29,16 @@ pub enum EntryKind {
     },
 }
 
+impl EntryKind {
+    /// A file whose bytes are held in memory (unpacked from an archive, a wheel, or made).
+    pub fn bytes(data: Vec<u8>) -> EntryKind {
+        EntryKind::File {
+            size: data.len() as u64,
+            content: Content::Bytes(Arc::new(data)),
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct LayerEntry {
     /// Relative path, `/`-separated, no leading `/`, no trailing `/`.

@@ -8,7 +8,6 @@
 use std::collections::BTreeMap;
 use std::io::{Cursor, Read};
 use std::path::Path;
-use std::sync::Arc;
 
 use base64::Engine as _;
 use sha2::{Digest as _, Sha256};
@@ -212,10 +211,7 @@ pub fn unpack_into(
         tree.insert(
             LayerEntry {
                 path: dest,
-                kind: EntryKind::File {
-                    size: bytes.len() as u64,
-                    content: Content::Bytes(Arc::new(bytes)),
-                },
+                kind: EntryKind::bytes(bytes),
                 mode,
                 uid: 0,
                 gid: 0,
