@@ -39,10 +39,10 @@ pub fn run(cmd: ImageCommand) -> anyhow::Result<Outcome> {
         } => {
             let bars = Bars::new(out.json);
             let s = store.store()?;
-            super::registry::ensure_base(&recipe, &s, &registry, &bars)?;
+            let loaded = LoadedRecipe::load(&recipe)?;
+            super::registry::ensure_base(&loaded, &s, &registry, &bars)?;
             let ctx =
                 BuildContext::new(&s, store.deb_dir(), &bars).with_wheel_dir(store.wheel_dir());
-            let loaded = LoadedRecipe::load(&recipe)?;
             let spec = ImageSpec::from_recipe(&loaded)?;
             let (rec, built) = build(&ctx, &spec)?;
             if out.json {

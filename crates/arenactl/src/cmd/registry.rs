@@ -41,12 +41,11 @@ impl RegistryArgs {
 /// Pulls the recipe's registry base into the store where its pinned manifest is missing
 /// (a pinned digest makes this a fixed-output fetch: what arrives is checked against it).
 pub fn ensure_base(
-    recipe: &Path,
+    loaded: &LoadedRecipe,
     store: &Store,
     registry: &RegistryArgs,
     progress: &dyn Progress,
 ) -> anyhow::Result<()> {
-    let loaded = LoadedRecipe::load(recipe)?;
     let BaseSpec::Registry { reference } = &loaded.recipe.base else {
         return Ok(());
     };
@@ -59,7 +58,7 @@ pub fn ensure_base(
     let reg = registry.registry()?;
     let pulled = runtime()?
         .block_on(reg.pull(reference, store, progress))
-        .with_context(|| format!("{}: base.reference", recipe.display()))?;
+        .with_context(|| format!("{}: base.reference", loaded.file.display()))?;
     progress.note(&format!("pulled base {}", pulled.resolved.reference));
     Ok(())
 }
@@ -78,7 +77,12 @@ pub fn ensure_set_base(
         return Ok(());
     };
     let dir = sets.parent().unwrap_or(Path::new("."));
-    ensure_base(&dir.join(&s.recipe), store, registry, progress)
+    ensure_base(
+        &LoadedRecipe::load(&dir.join(&s.recipe))?,
+        store,
+        registry,
+        progress,
+    )
 }
 
 pub fn resolve(reference: &str, registry: &RegistryArgs, json: bool) -> anyhow::Result<Outcome> {
