@@ -95,6 +95,7 @@ pub enum ResolvedLayer {
         site_packages: PathBuf,
         target: String,
         distributions: Vec<String>,
+        exclude: Vec<String>,
     },
     Bytecode {
         interpreter: String,
@@ -207,10 +208,12 @@ impl ImageSpec {
                     site_packages,
                     target,
                     distributions,
+                    exclude,
                 } => ResolvedLayer::Installed {
                     site_packages: r.resolve_path(&f("site_packages"), site_packages)?,
                     target: target.clone(),
                     distributions: distributions.clone(),
+                    exclude: exclude.clone(),
                 },
                 LayerSpec::Wheels {
                     site_packages,
@@ -356,7 +359,24 @@ pub fn build(ctx: &BuildContext, spec: &ImageSpec) -> Result<(ImageRecord, bool)
                 crate::layer::bytecode::unpack_layers(ctx.store, &layers, scratch.path())?;
                 let tree = crate::layer::bytecode::compile(scratch.path(), interpreter, paths);
                 ctx.progress.finish_phase();
-                let mut tree = tree?;
+                let (mut tree, uncompiled) = tree?;
+                if !uncompiled.is_empty() {
+                    let shown: Vec<&str> = uncompiled.iter().take(3).map(|s| s.as_str()).collect();
+                    let more = uncompiled.len().saturating_sub(shown.len());
+                    let msg = format!(
+                        "{}: {} file(s) do not compile and get no bytecode: {}{}",
+                        spec.name,
+                        uncompiled.len(),
+                        shown.join(", "),
+                        if more > 0 {
+                            format!(" and {more} more")
+                        } else {
+                            String::new()
+                        }
+                    );
+                    tracing::warn!("{msg}");
+                    ctx.progress.note(&msg);
+                }
                 tree.add_parents();
                 tree
             }

@@ -159,6 +159,10 @@ pub enum LayerSpec {
         target: String,
         /// Distribution names, or `["*"]` for every one installed there.
         distributions: Vec<String>,
+        /// Distributions left out of `["*"]` (e.g. one whose files were changed after
+        /// installation, which would otherwise be refused).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        exclude: Vec<String>,
     },
 }
 

@@ -1,7 +1,9 @@
 //! A wheels layer for real: the testbase plus a small pinned wheel set fetched from PyPI
 //! (`ci/fetch-wheels.sh`, cached in target/arena-wheels or $ARENA_WHEEL_DIR), built in two
 //! empty stores to the same digests, then run in containerd: the packages import and a
-//! generated console script runs.
+//! generated console script runs; a bytecode layer over the wheels and a directory holding a
+//! file that does not compile builds (that file named, left without bytecode) and the wheels
+//! import from checked-hash `.pyc`.
 
 mod common;
 
@@ -32,8 +34,19 @@ fn pinned_wheels_build_reproducibly_and_import_in_a_container() {
     let base_text = std::fs::read_to_string(repo().join("images/testbase.toml")).unwrap();
     let (layers, config_table) = base_text.split_once("[config]").unwrap();
     let rootfs = repo().join("images/testbase/rootfs");
+    // A package directory with one module that compiles and one that does not (packages ship
+    // templates and Python 2 samples); then bytecode over it and the wheels.
+    let extra = dir.path().join("extra");
+    std::fs::create_dir_all(extra.join("opt/extra")).unwrap();
+    std::fs::write(extra.join("opt/extra/good.py"), "X = 1\n").unwrap();
+    std::fs::write(extra.join("opt/extra/bad.py"), "print 'python 2'\n").unwrap();
+    let bytecode = format!(
+        "\n[[layer]]\nkind = \"directory\"\npath = \"{}\"\n\n[[layer]]\nkind = \"bytecode\"\n\
+         paths = [\"/usr/local/lib/python3.11/dist-packages\", \"/opt/extra\"]\n",
+        extra.display()
+    );
     let text = format!(
-        "{}{WHEELS}\n[config]{config_table}",
+        "{}{WHEELS}{bytecode}\n[config]{config_table}",
         layers
             .replace("name = \"testbase\"", "name = \"testbase-wheels\"")
             .replace(
@@ -112,6 +125,26 @@ fn pinned_wheels_build_reproducibly_and_import_in_a_container() {
         .await;
         assert_eq!(o.exit_code, 0, "{}", read(&o.stderr));
         assert_eq!(read(&o.stdout).trim(), "03000000", "checked-hash flags");
+        // The wheels' bytecode and good.py's are in the image, checked-hash; bad.py has none.
+        let o = run(
+            &c,
+            &image,
+            "wheels-own-bytecode",
+            config(&[
+                "python3",
+                "-c",
+                "import importlib.util, os, six; f = open(importlib.util.cache_from_source(six.__file__), 'rb'); print(f.read(8)[4:8].hex(), sorted(os.listdir('/opt/extra/__pycache__')))",
+            ]),
+            Duration::from_secs(60),
+            &logs,
+        )
+        .await;
+        assert_eq!(o.exit_code, 0, "{}", read(&o.stderr));
+        assert_eq!(
+            read(&o.stdout).trim(),
+            "03000000 ['good.cpython-311.pyc']",
+            "checked-hash bytecode for what compiles, none for what does not"
+        );
         // The console script `wheel` is generated from entry_points.txt.
         let o = run(
             &c,

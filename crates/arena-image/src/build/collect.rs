@@ -180,12 +180,14 @@ pub(super) fn collect(ctx: &BuildContext, layer: &ResolvedLayer) -> Result<Layer
             site_packages,
             target,
             distributions,
+            exclude,
         } => {
             crate::layer::installed::add_installed(
                 &mut tree,
                 site_packages,
                 target,
                 distributions,
+                exclude,
             )?;
         }
         ResolvedLayer::Wheels {

@@ -63,8 +63,13 @@ fn loader(root: &Path) -> Option<PathBuf> {
 }
 
 /// Compiles the `.py` files below each of `dirs` (image paths) with the image's
-/// `interpreter`, and returns the `.pyc` files made, as layer entries.
-pub fn compile(root: &Path, interpreter: &str, dirs: &[String]) -> Result<LayerTree> {
+/// `interpreter`, and returns the `.pyc` files made, as layer entries, and the files that do
+/// not compile (image paths, sorted).
+pub fn compile(
+    root: &Path,
+    interpreter: &str,
+    dirs: &[String],
+) -> Result<(LayerTree, Vec<String>)> {
     let fail = |m: String| ImageError::invalid(format!("bytecode layer ({interpreter})"), m);
     let ld =
         loader(root).ok_or_else(|| fail("the layers below hold no glibc dynamic loader".into()))?;
@@ -108,7 +113,21 @@ pub fn compile(root: &Path, interpreter: &str, dirs: &[String]) -> Result<LayerT
         .env("PYTHONHASHSEED", "0")
         .output()
         .map_err(|e| fail(format!("running {}: {e}", ld.display())))?;
-    if !out.status.success() {
+    // compileall exits 1 when some files do not compile (templates, Python 2 samples that
+    // packages ship): those are named and left without bytecode, as pip leaves them; any
+    // other failure (the interpreter did not run) fails the layer.
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let uncompiled: Vec<String> = stdout
+        .lines()
+        .filter_map(|l| l.strip_prefix("*** Error compiling '"))
+        .filter_map(|l| l.strip_suffix("'..."))
+        .map(|p| {
+            let p = Path::new(p);
+            format!("/{}", p.strip_prefix(root).unwrap_or(p).display())
+        })
+        .collect();
+    let only_some_files = out.status.code() == Some(1) && !uncompiled.is_empty();
+    if !(out.status.success() || only_some_files) {
         return Err(fail(format!(
             "compileall failed ({}): {}{}",
             out.status,
@@ -120,7 +139,9 @@ pub fn compile(root: &Path, interpreter: &str, dirs: &[String]) -> Result<LayerT
     for d in dirs {
         collect_pyc(root, &root.join(d.trim_start_matches('/')), &mut tree)?;
     }
-    Ok(tree)
+    let mut uncompiled = uncompiled;
+    uncompiled.sort();
+    Ok((tree, uncompiled))
 }
 
 fn collect_pyc(root: &Path, dir: &Path, tree: &mut LayerTree) -> Result<()> {

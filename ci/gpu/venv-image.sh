@@ -1,0 +1,127 @@
+#!/usr/bin/env bash
+# On an offline NVIDIA GPU machine: build the `cuda-venv` image (images/cuda-venv.toml: the
+# host's system trees plus PyTorch's virtualenv taken by its RECORDs, with build-time bytecode)
+# twice into two empty stores and compare the digests, lock the AgentKernelArena triton2triton
+# tasks on it, and run them through `arenactl run --image-lock` with an agent.
+#
+# usage: ci/gpu/venv-image.sh BIN_DIR OUT_DIR
+#   BIN_DIR: a release `arenactl`, containerd-bundle.tar.xz and start-containerd.sh
+#            (../shared/gpu/pack-containerd.sh and its partner script), and aka/: the AKA
+#            tasks with their perf helpers put in (`arenactl task materialize --aka-root
+#            ../shared/aka-slice --out BIN_DIR/aka ../shared/aka-slice/tasks`).
+#   ARENA_GPU_TASKS: task ids to run (default: two vLLM tasks); `none` runs nothing.
+#   ARENA_GPU_AGENT: the agent file (default ci/agents/noop.toml).
+#   ARENA_GPU_TWICE=0: leave out the second build into an empty store.
+#   ARENA_GPU_RUN_LIMIT: seconds after which the run is interrupted (what finished is kept).
+#   ARENA_GPU_WORK: where stores and the run go (default /tmp/arena-venv; kept, so that a
+#            second call on a machine still held reuses the first's store).
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+bin=$(cd "$1" && pwd)
+out=$(mkdir -p "$2" && cd "$2" && pwd)
+tasks=${ARENA_GPU_TASKS:-vllm/triton_bincount vllm/triton_fla_l2norm}
+agent=${ARENA_GPU_AGENT:-ci/agents/noop.toml}
+twice=${ARENA_GPU_TWICE:-1}
+work=${ARENA_GPU_WORK:-/tmp/arena-venv}
+arenactl=$bin/arenactl
+export ARENA_HOST_ROOT=/
+now() { date +%s.%N; }
+since() { python3 -c "import sys; print(f'{float(sys.argv[2]) - float(sys.argv[1]):.2f}')" "$1" "$(now)"; }
+mkdir -p "$work"
+cd "$root"
+
+echo "== host"
+python3 -c 'import torch, triton; print("torch", torch.__version__, "triton", triton.__version__, torch.cuda.get_device_name(0))'
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu --format=csv,noheader || true
+venv=/opt/torch/.venv
+cat "$venv/pyvenv.cfg"
+ls -l "$venv/bin" | grep -i python || true
+echo "distributions: $(ls -d "$venv"/lib/python3.12/site-packages/*.dist-info | wc -l)"
+du -sh "$venv" 2>/dev/null || true
+
+# containerd first: its start copies libseccomp into /usr/lib and runs ldconfig, which the
+# captured system trees would otherwise see change between the lock and the run. Its state is
+# new each time (an image of an earlier lock under the same name would be refused).
+if [ "$tasks" != none ]; then
+  echo "== containerd"
+  for p in "$work"/containerd*/containerd.pid; do [ -f "$p" ] && kill "$(cat "$p")" 2>/dev/null || true; done
+  # A directory of its own: a run interrupted earlier may leave a container's rootfs mounted.
+  ctd=$work/containerd-$(date +%s)
+  sock=$(bash "$bin/start-containerd.sh" "$bin/containerd-bundle.tar.xz" "$ctd")
+  trap 'kill "$(cat "$ctd/containerd.pid")" 2>/dev/null || true' EXIT
+fi
+
+cat >"$work/sets.toml" <<TOML
+[[set]]
+name = "cuda-venv"
+recipe = "$root/images/cuda-venv.toml"
+tasks = "$bin/aka/triton2triton"
+task_types = ["triton2triton"]
+TOML
+
+echo "== lock the AKA triton2triton tasks on cuda-venv (store a)"
+t=$(now)
+ARENA_STORE=$work/a $arenactl lock --sets "$work/sets.toml" --set cuda-venv --out "$work/cuda-venv.lock" 2>&1 | tail -15
+echo "TIME lock $(since "$t")"
+cp "$work/cuda-venv.lock" "$out/"
+base=$(python3 -c 'import sys, tomllib; l = tomllib.load(open(sys.argv[1], "rb")); print(next(i["manifest"] for i in l["image"] if i["name"] == "cuda-venv"))' "$work/cuda-venv.lock")
+echo "base cuda-venv: $base"
+t=$(now)
+ARENA_STORE=$work/a $arenactl lock --sets "$work/sets.toml" --set cuda-venv --out "$work/relock.lock" >/dev/null 2>&1
+echo "TIME relock-unchanged $(since "$t")"
+if cmp -s "$work/cuda-venv.lock" "$work/relock.lock"; then echo "relock: same lockfile"; else echo "RELOCK DIFFERS"; fi
+t=$(now)
+ARENA_STORE=$work/a $arenactl image verify --image-lock "$work/cuda-venv.lock" 2>&1 | tail -2
+echo "TIME verify $(since "$t")"
+du -sh "$work/a"
+
+if [ "$twice" = 1 ]; then
+  echo "== the base again, into an empty store (b)"
+  rm -rf "$work/b"
+  t=$(now)
+  again=$($arenactl image build images/cuda-venv.toml --store "$work/b" 2>/dev/null | awk '/cuda-venv/ {print $1}' | tail -1)
+  echo "TIME build-b $(since "$t")"
+  echo "base cuda-venv (store b): $again"
+  [ "$again" = "$base" ] && echo "TWO STORES, ONE DIGEST" || echo "DIGESTS DIFFER"
+  rm -rf "$work/b"
+fi
+
+[ "$tasks" = none ] && exit 0
+echo "== run ($agent)"
+task_args=()
+for task in $tasks; do task_args+=(--tasks "$task"); done
+rm -rf "$work/run"
+t=$(now)
+rc=0
+ARENA_STORE=$work/a timeout -s INT "${ARENA_GPU_RUN_LIMIT:-100000}" $arenactl run --image-lock "$work/cuda-venv.lock" --agent "$agent" --gpus nvidia:0 \
+  --containerd "$sock" "${task_args[@]}" --out "$work/run" || rc=$?
+echo "TIME run $(since "$t") rc=$rc"
+cp "$work/run/results.json" "$out/" 2>/dev/null || true
+tar -C "$work/run" -czf "$out/run-logs.tgz" --exclude='*/workspace/*' . 2>/dev/null || true
+python3 - "$out/results.json" <<'PY' || true
+import json, statistics, sys
+res = json.load(open(sys.argv[1]))
+print("| task | trust | gates (baseline / candidate) | speedup (mean of per-case ratios) | cases | containers s |")
+print("|---|---|---|---:|---:|---:|")
+for t in res["tasks"]:
+    def gates(e):
+        e = e or {}
+        perf = e.get("performance") or []
+        measured = "ok" if perf and all(c.get("execution_time_ms", -1) > 0 for c in perf) else "-"
+        return "/".join([*(((e.get(g) or {}).get("status") or "-") for g in ("compile", "correctness")), measured])
+    cases = (t.get("candidate") or {}).get("performance") or []
+    # Self-reported tasks: the baseline evaluation's case over the candidate's.
+    base = {c["test_case_id"]: c["execution_time_ms"] for c in ((t.get("baseline") or {}).get("performance") or [])}
+    r = [(c.get("baseline_ms") or base.get(c["test_case_id"], 0)) / c["execution_time_ms"] for c in cases if c["execution_time_ms"] > 0]
+    r = [x for x in r if x > 0]
+    sp = f"{statistics.fmean(r):.4f}" if r else "n/a"
+    cs = t.get("containers") or {}
+    tot = sum(c["create_s"] + c["start_s"] + c["run_s"] + c["teardown_s"] for c in cs.values() if c)
+    print(f"| {t['task_id']} | {t.get('trust')} | {gates(t.get('baseline'))} {gates(t.get('candidate'))} | {sp} | {len(cases)} | {tot:.1f} |")
+    for c in cases:
+        b = c.get("baseline_ms") or base.get(c["test_case_id"])
+        print(f"    {c['test_case_id']}: baseline {b:.5f} ms, candidate {c['execution_time_ms']:.5f} ms")
+    for k in ("error", "refusal", "failure", "reason"):
+        if t.get(k):
+            print("    ", k, str(t[k])[:300])
+PY
