@@ -141,10 +141,17 @@ impl ImageSpec {
                 manifest: manifest.clone(),
             },
             BaseSpec::Registry { reference } => {
-                let digest = reference
-                    .rsplit_once('@')
-                    .map(|(_, d)| d)
-                    .unwrap_or_default();
+                let Some((_, digest)) = reference.rsplit_once('@') else {
+                    return Err(ImageError::Recipe {
+                        file: r.file.clone(),
+                        field: "base.reference".into(),
+                        message: format!(
+                            "`{reference}` names a tag, which a build cannot pin: `arenactl \
+                             lock` pins it on first lock (the lockfile keeps the digest), or \
+                             write REPO@sha256:… (`arenactl image resolve {reference}`)"
+                        ),
+                    });
+                };
                 ResolvedBase::Stored {
                     manifest: Digest::parse(digest)?,
                     label: reference.clone(),

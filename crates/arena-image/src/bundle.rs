@@ -1,5 +1,6 @@
 //! Air-gap bundles: one tar holding an OCI image layout with every image of a lockfile (each
-//! blob once) plus the lockfile itself. Import checks every blob's sha256 while it streams it
+//! blob once, with the manifest and config of a registry base the images build on, which the
+//! lab's verify reads) plus the lockfile itself. Import checks every blob's sha256 while it streams it
 //! into a private staging directory, then every manifest, config and layer against the lock;
 //! only then are blobs moved into the store and names added, so a corrupted or truncated
 //! bundle leaves nothing visible.
@@ -28,6 +29,32 @@ fn blobs_of(rec: &ImageRecord) -> Vec<(Digest, u64)> {
     ];
     v.extend(rec.layers.iter().map(|l| (l.digest.clone(), l.size)));
     v
+}
+
+/// The blobs of the bases the lock's images build on that are not themselves locked images
+/// (a registry base pinned by digest): its manifest and config, which a build in the lab reads
+/// from the store (its layers are the images' own first layers).
+fn external_base_blobs(store: &Store, lock: &Lockfile) -> Result<Vec<(Digest, u64)>> {
+    let mut out = Vec::new();
+    for i in &lock.images {
+        if i.base == "scratch" || lock.images.iter().any(|o| o.manifest.to_string() == i.base) {
+            continue;
+        }
+        let d = Digest::parse(&i.base)?;
+        let bytes = store.read_blob(&d)?;
+        let m: ImageManifest = serde_json::from_slice(&bytes).map_err(|e| {
+            ImageError::invalid(format!("base manifest {d} of {}", i.name), e.to_string())
+        })?;
+        out.push((d, bytes.len() as u64));
+        out.push((
+            Digest::parse(m.config().digest().as_ref())?,
+            m.config().size(),
+        ));
+        for l in m.layers() {
+            out.push((Digest::parse(l.digest().as_ref())?, l.size()));
+        }
+    }
+    Ok(out)
 }
 
 fn header(size: u64) -> tar::Header {
@@ -78,6 +105,9 @@ pub fn export(
         for (d, s) in blobs_of(i) {
             blobs.insert(d, s);
         }
+    }
+    for (d, s) in external_base_blobs(store, &lock)? {
+        blobs.insert(d, s);
     }
     for d in blobs.keys() {
         if !store.has_blob(d) {

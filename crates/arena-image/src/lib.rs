@@ -22,7 +22,7 @@ pub use build::{build, task_image_spec, BuildContext, ImageSpec};
 pub use compress::Compression;
 pub use digest::Digest;
 pub use error::{ImageError, Result};
-pub use lock::{lock_set, verify, ImageSet, Lockfile, Mismatch};
+pub use lock::{lock_set, set_recipe, verify, BasePin, ImageSet, Lockfile, Mismatch};
 pub use progress::{NoProgress, Progress};
 pub use recipe::{LoadedRecipe, Recipe};
 pub use record::{ImageRecord, LayerRecord};

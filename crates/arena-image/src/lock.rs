@@ -42,6 +42,18 @@ pub fn load_sets(path: &Path) -> Result<Vec<ImageSet>> {
     Ok(f.set)
 }
 
+/// A registry tag a base recipe names, and the digest the first lock resolved it to: a later
+/// lock or verify builds on that digest, whatever the tag names now (like a Nix fixed-output
+/// input), until the pin is renewed (`arenactl lock --update-pins`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BasePin {
+    /// As the recipe names it (`docker.io/rocm/pytorch:TAG`).
+    pub reference: String,
+    /// `registry/repository@sha256:…`.
+    pub pinned: String,
+}
+
 /// `lockfiles/NAME.lock`: every image of a set, sorted by name, with all its digests.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -50,6 +62,8 @@ pub struct Lockfile {
     pub set: String,
     /// The sets file, relative to the lockfile's directory.
     pub sets: String,
+    #[serde(default, rename = "pin", skip_serializing_if = "Vec::is_empty")]
+    pub pins: Vec<BasePin>,
     #[serde(rename = "image")]
     pub images: Vec<ImageRecord>,
 }
@@ -139,13 +153,8 @@ pub fn relative_path(from_dir: &Path, to: &Path) -> PathBuf {
     rel
 }
 
-/// Builds (or finds unchanged in the store) every image of a set.
-pub fn lock_set(
-    ctx: &BuildContext,
-    sets_file: &Path,
-    set_name: &str,
-    lockfile_dir: &Path,
-) -> Result<Lockfile> {
+/// The set named `set_name` in the sets file, and its base recipe.
+pub fn set_recipe(sets_file: &Path, set_name: &str) -> Result<(ImageSet, LoadedRecipe)> {
     let sets = load_sets(sets_file)?;
     let set = sets.iter().find(|s| s.name == set_name).ok_or_else(|| {
         ImageError::invalid(
@@ -161,6 +170,41 @@ pub fn lock_set(
     })?;
     let base_dir = sets_file.parent().unwrap_or(Path::new("."));
     let recipe = LoadedRecipe::load(&base_dir.join(&set.recipe))?;
+    Ok((set.clone(), recipe))
+}
+
+/// Builds (or finds unchanged in the store) every image of a set. A base recipe that names a
+/// registry tag builds on its pin in `pins` (which the caller resolved on first lock, or read
+/// from the lockfile); the lockfile returned carries the pin it used.
+pub fn lock_set(
+    ctx: &BuildContext,
+    sets_file: &Path,
+    set_name: &str,
+    lockfile_dir: &Path,
+    pins: &[BasePin],
+) -> Result<Lockfile> {
+    let (set, recipe) = set_recipe(sets_file, set_name)?;
+    let set = &set;
+    let base_dir = sets_file.parent().unwrap_or(Path::new("."));
+    let mut used = Vec::new();
+    let recipe = match recipe.base_tag() {
+        None => recipe,
+        Some(tag) => {
+            let pin =
+                pins.iter()
+                    .find(|p| p.reference == tag)
+                    .ok_or_else(|| ImageError::Recipe {
+                        file: recipe.file.clone(),
+                        field: "base.reference".into(),
+                        message: format!(
+                            "`{tag}` names a tag and the lockfile holds no pin for it: \
+                         `arenactl lock` resolves it on first lock"
+                        ),
+                    })?;
+            used.push(pin.clone());
+            recipe.with_base_pin(&pin.pinned)?
+        }
+    };
     let base_spec = ImageSpec::from_recipe(&recipe)?;
     let (base, _) = build(ctx, &base_spec)?;
     let tasks_root = base_dir.join(&set.tasks);
@@ -186,6 +230,7 @@ pub fn lock_set(
         sets: relative_path(lockfile_dir, sets_file)
             .to_string_lossy()
             .into_owned(),
+        pins: used,
         images,
     })
 }
@@ -274,6 +319,7 @@ pub fn verify(ctx: &BuildContext, lockfile: &Path) -> Result<Vec<Mismatch>> {
         &lock.sets_path(lockfile),
         &lock.set,
         lockfile.parent().unwrap_or(Path::new(".")),
+        &lock.pins,
     )?;
     let mut out = Vec::new();
     for e in &lock.images {

@@ -225,6 +225,33 @@ pub fn line_of(text: &str, offset: usize) -> usize {
 }
 
 impl LoadedRecipe {
+    /// The registry base's reference when it names a tag, not a digest: what a lock pins.
+    pub fn base_tag(&self) -> Option<&str> {
+        match &self.recipe.base {
+            BaseSpec::Registry { reference } if !reference.contains('@') => Some(reference),
+            _ => None,
+        }
+    }
+
+    /// The recipe with its tagged registry base replaced by `pinned` (REPO@sha256:…, from a
+    /// lockfile or a resolve).
+    pub fn with_base_pin(&self, pinned: &str) -> Result<LoadedRecipe> {
+        let ok = pinned
+            .rsplit_once('@')
+            .is_some_and(|(_, d)| Digest::parse(d).is_ok());
+        if !ok {
+            return Err(self.field_error(
+                "base.reference",
+                format!("pin `{pinned}` is not REPO@sha256:…"),
+            ));
+        }
+        let mut out = self.clone();
+        out.recipe.base = BaseSpec::Registry {
+            reference: pinned.to_string(),
+        };
+        Ok(out)
+    }
+
     pub fn load(file: &Path) -> Result<LoadedRecipe> {
         let text = std::fs::read_to_string(file).map_err(|e| ImageError::io(file, e))?;
         let recipe: Recipe = toml::from_str(&text).map_err(|e| ImageError::Parse {
@@ -254,14 +281,19 @@ impl LoadedRecipe {
             return Err(self.field_error("name", "must be non-empty, without spaces"));
         }
         if let BaseSpec::Registry { reference } = &r.base {
-            let pinned = reference
-                .rsplit_once('@')
-                .map(|(_, d)| Digest::parse(d).is_ok())
-                .unwrap_or(false);
-            if !pinned {
+            // A tag is allowed here: `arenactl lock` pins it on first lock and the lockfile
+            // keeps the digest. A digest part must be a digest.
+            if let Some((_, d)) = reference.rsplit_once('@') {
+                if Digest::parse(d).is_err() {
+                    return Err(self.field_error(
+                        "base.reference",
+                        format!("`{reference}`: `{d}` is not a digest (expected sha256:…)"),
+                    ));
+                }
+            } else if reference.is_empty() || reference.contains(char::is_whitespace) {
                 return Err(self.field_error(
                     "base.reference",
-                    format!("`{reference}` is not pinned by digest (expected REPO@sha256:…)"),
+                    format!("`{reference}` is not an image reference"),
                 ));
             }
         }

@@ -175,6 +175,7 @@ impl Fixture {
             version: 1,
             set: "test".into(),
             sets: "../images/sets.toml".into(),
+            pins: vec![],
             images,
         };
         std::fs::create_dir_all(root.join("lockfiles")).unwrap();

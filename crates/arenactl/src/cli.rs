@@ -133,6 +133,10 @@ pub struct LockArgs {
     /// Lockfile to write (default: lockfiles/SET.lock).
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
+    /// Resolve a base recipe's registry tag again instead of keeping the digest the lockfile
+    /// pinned on first lock.
+    #[arg(long)]
+    pub update_pins: bool,
     #[command(flatten)]
     pub store: StoreArgs,
     #[command(flatten)]

@@ -80,12 +80,32 @@ fn errors_name_line_and_field() {
         e.contains("line 4") && e.contains("unknown field `bogus`"),
         "{e}"
     );
-    let e =
+    // A tag loads (a lock pins it); a build of it is refused, saying how to pin it.
+    let tagged =
         load("name = \"x\"\n[base]\nkind = \"registry\"\nreference = \"rocm/pytorch:latest\"\n")
+            .unwrap();
+    assert_eq!(tagged.base_tag(), Some("rocm/pytorch:latest"));
+    let e = crate::ImageSpec::from_recipe(&tagged)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("base.reference: `rocm/pytorch:latest` names a tag")
+            && e.contains("arenactl lock"),
+        "{e}"
+    );
+    let pinned = tagged
+        .with_base_pin(&format!("docker.io/rocm/pytorch@sha256:{}", "a".repeat(64)))
+        .unwrap();
+    assert_eq!(pinned.base_tag(), None);
+    assert!(tagged
+        .with_base_pin("docker.io/rocm/pytorch:other")
+        .is_err());
+    let e =
+        load("name = \"x\"\n[base]\nkind = \"registry\"\nreference = \"rocm/pytorch@sha256:12\"\n")
             .unwrap_err()
             .to_string();
     assert!(
-        e.contains("base.reference: `rocm/pytorch:latest` is not pinned by digest"),
+        e.contains("base.reference: `rocm/pytorch@sha256:12`: `sha256:12` is not a digest"),
         "{e}"
     );
     let e = load("name = \"x\"\n[base]\nkind = \"scratch\"\n[[layer]]\nkind = \"debs\"\npackages = [{name = \"a\", version = \"1\", sha256 = \"xyz\"}]\n")

@@ -1,5 +1,6 @@
 //! `arenactl image build|load|verify` and `arenactl lock` (registry commands: registry.rs).
 
+use anyhow::Context as _;
 use std::path::PathBuf;
 
 use arena_image::{build, BuildContext, ImageSpec, LoadedRecipe, Store};
@@ -122,8 +123,25 @@ pub fn lock(args: LockArgs) -> anyhow::Result<Outcome> {
         .out
         .unwrap_or_else(|| PathBuf::from(format!("lockfiles/{}.lock", args.set)));
     let dir = out.parent().map(PathBuf::from).unwrap_or_default();
-    super::registry::ensure_set_base(&args.sets, &args.set, &s, &args.registry, &bars)?;
-    let lock = arena_image::lock_set(&ctx, &args.sets, &args.set, &dir)?;
+    // The pins of the lockfile being rewritten: a tag resolved on an earlier lock stays on the
+    // digest it was resolved to.
+    let kept = match (&args.update_pins, out.exists()) {
+        (false, true) => {
+            arena_image::Lockfile::load(&out)
+                .map_err(anyhow::Error::from)
+                .with_context(|| {
+                    format!(
+                        "{}: its pins are kept (--update-pins resolves them again)",
+                        out.display()
+                    )
+                })?
+                .pins
+        }
+        _ => Vec::new(),
+    };
+    let pins =
+        super::registry::ensure_set_base(&args.sets, &args.set, &kept, &s, &args.registry, &bars)?;
+    let lock = arena_image::lock_set(&ctx, &args.sets, &args.set, &dir, &pins)?;
     lock.write(&out)?;
     if args.json.json {
         print_json(&serde_json::json!({"lockfile": out, "lock": lock}))?;

@@ -5,7 +5,7 @@ use std::path::Path;
 
 use anyhow::Context;
 use arena_image::recipe::BaseSpec;
-use arena_image::{Digest, LoadedRecipe, Progress, Store};
+use arena_image::{BasePin, Digest, LoadedRecipe, Progress, Store};
 use arena_registry::{Registry, RegistryConfig};
 
 use super::{print_json, runtime, Outcome};
@@ -49,9 +49,14 @@ pub fn ensure_base(
     let BaseSpec::Registry { reference } = &loaded.recipe.base else {
         return Ok(());
     };
-    let pinned = reference
+    let Some(pinned) = reference
         .rsplit_once('@')
-        .and_then(|(_, d)| Digest::parse(d).ok());
+        .and_then(|(_, d)| Digest::parse(d).ok())
+    else {
+        // A tag: only a lock pins it (the build refuses it, saying so); nothing is fetched.
+        return Ok(());
+    };
+    let pinned = Some(pinned);
     if pinned.as_ref().is_some_and(|d| store.has_blob(d)) {
         return Ok(());
     }
@@ -63,26 +68,43 @@ pub fn ensure_base(
     Ok(())
 }
 
-/// The base recipe of `set` in the sets file, for [`ensure_base`] before a lock.
+/// Before a lock: pins the base recipe's registry tag (the pin in `kept`, else the digest the
+/// registry resolves the tag to now) and pulls the base where the store lacks it. Returns the
+/// pins for the lock.
 pub fn ensure_set_base(
     sets: &Path,
     set: &str,
+    kept: &[BasePin],
     store: &Store,
     registry: &RegistryArgs,
     progress: &dyn Progress,
-) -> anyhow::Result<()> {
-    let all = arena_image::lock::load_sets(sets)?;
-    // An unknown set is reported by lock_set, with the sets it knows.
-    let Some(s) = all.iter().find(|s| s.name == set) else {
-        return Ok(());
+) -> anyhow::Result<Vec<BasePin>> {
+    let (_, recipe) = arena_image::set_recipe(sets, set)?;
+    let Some(tag) = recipe.base_tag() else {
+        ensure_base(&recipe, store, registry, progress)?;
+        return Ok(Vec::new());
     };
-    let dir = sets.parent().unwrap_or(Path::new("."));
+    let pin = match kept.iter().find(|p| p.reference == tag) {
+        Some(p) => p.clone(),
+        None => {
+            let reg = registry.registry()?;
+            let r = runtime()?
+                .block_on(reg.resolve(tag))
+                .with_context(|| format!("{}: base.reference", recipe.file.display()))?;
+            progress.note(&format!("pinned {tag} to {}", r.reference));
+            BasePin {
+                reference: tag.to_string(),
+                pinned: r.reference,
+            }
+        }
+    };
     ensure_base(
-        &LoadedRecipe::load(&dir.join(&s.recipe))?,
+        &recipe.with_base_pin(&pin.pinned)?,
         store,
         registry,
         progress,
-    )
+    )?;
+    Ok(vec![pin])
 }
 
 pub fn resolve(reference: &str, registry: &RegistryArgs, json: bool) -> anyhow::Result<Outcome> {
