@@ -23,6 +23,11 @@ fn zstd_workers() -> u32 {
 }
 /// gzip level 6, mtime 0, no file name, OS byte 255 ("unknown") on every machine.
 const GZIP_LEVEL: u32 = 6;
+/// gzip is written as one member per 1 MiB of tar, each compressed on its own (as pigz's
+/// independent mode and Go's pgzip readers allow: a gzip stream may hold several members, and
+/// every reader containerd, Docker and umoci use reads them all). The members are compressed
+/// in parallel and written in order, so the bytes do not depend on the number of workers.
+const GZIP_MEMBER: usize = 1 << 20;
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -49,19 +54,103 @@ impl Compression {
                 e.include_contentsize(false)?;
                 Encoder::new(Inner::Zstd(e))
             }
-            Compression::Gzip => Encoder::new(Inner::Gzip(
-                flate2::GzBuilder::new()
-                    .mtime(0)
-                    .operating_system(255)
-                    .write(w, flate2::Compression::new(GZIP_LEVEL)),
-            )),
+            Compression::Gzip => Encoder::new(Inner::Gzip(ParallelGzip::new(w))),
         })
     }
 }
 
 enum Inner<W: Write> {
     Zstd(zstd::stream::write::Encoder<'static, W>),
-    Gzip(flate2::write::GzEncoder<W>),
+    Gzip(ParallelGzip<W>),
+}
+
+/// Gzip members of [`GZIP_MEMBER`] bytes each, compressed a batch at a time on every core.
+pub struct ParallelGzip<W: Write> {
+    out: W,
+    pending: Vec<u8>,
+    workers: usize,
+    members: u64,
+}
+
+fn gzip_member(data: &[u8]) -> std::io::Result<Vec<u8>> {
+    let mut e = flate2::GzBuilder::new()
+        .mtime(0)
+        .operating_system(255)
+        .write(
+            Vec::with_capacity(data.len() / 2),
+            flate2::Compression::new(GZIP_LEVEL),
+        );
+    // Fixed slices (see CHUNK): zlib-rs's blocks may depend on how the bytes are handed in.
+    for c in data.chunks(CHUNK) {
+        e.write_all(c)?;
+    }
+    e.finish()
+}
+
+impl<W: Write> ParallelGzip<W> {
+    fn new(out: W) -> Self {
+        let workers = std::env::var("ARENA_GZIP_WORKERS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+            .max(1);
+        ParallelGzip {
+            out,
+            pending: Vec::with_capacity(GZIP_MEMBER * workers * 2),
+            workers,
+            members: 0,
+        }
+    }
+
+    /// Compresses the whole members in `pending` (and, at the end, the last partial one).
+    fn drain(&mut self, last: bool) -> std::io::Result<()> {
+        let whole = self.pending.len() / GZIP_MEMBER * GZIP_MEMBER;
+        let upto = if last { self.pending.len() } else { whole };
+        if upto == 0 {
+            return Ok(());
+        }
+        let blocks: Vec<&[u8]> = self.pending[..upto].chunks(GZIP_MEMBER).collect();
+        let per = blocks.len().div_ceil(self.workers);
+        let members: Vec<std::io::Result<Vec<u8>>> = if self.workers == 1 || blocks.len() == 1 {
+            blocks.iter().map(|b| gzip_member(b)).collect()
+        } else {
+            std::thread::scope(|s| {
+                let handles: Vec<_> = blocks
+                    .chunks(per)
+                    .map(|group| {
+                        s.spawn(move || group.iter().map(|b| gzip_member(b)).collect::<Vec<_>>())
+                    })
+                    .collect();
+                handles
+                    .into_iter()
+                    .flat_map(|h| h.join().expect("a gzip worker panicked"))
+                    .collect()
+            })
+        };
+        for m in members {
+            self.out.write_all(&m?)?;
+            self.members += 1;
+        }
+        self.pending.drain(..upto);
+        Ok(())
+    }
+
+    fn write_all(&mut self, buf: &[u8]) -> std::io::Result<()> {
+        self.pending.extend_from_slice(buf);
+        if self.pending.len() >= GZIP_MEMBER * self.workers * 2 {
+            self.drain(false)?;
+        }
+        Ok(())
+    }
+
+    fn finish(mut self) -> std::io::Result<W> {
+        self.drain(true)?;
+        if self.members == 0 {
+            // No bytes at all: one empty member, so the stream is still gzip.
+            self.out.write_all(&gzip_member(&[])?)?;
+        }
+        Ok(self.out)
+    }
 }
 
 impl<W: Write> Inner<W> {
@@ -173,6 +262,45 @@ mod tests {
         let one = zstd_with(1, &data);
         assert_eq!(one, zstd_with(2, &data));
         assert_eq!(one, zstd_with(5, &data));
+    }
+
+    #[test]
+    fn gzip_output_does_not_depend_on_worker_count() {
+        // 5.5 members: whole ones, a partial last one, several batches with 1 worker.
+        let data: Vec<u8> = (0..(GZIP_MEMBER * 11 / 2) as u32)
+            .map(|i| (i.wrapping_mul(2654435761) >> 24) as u8 & (i / 3000) as u8)
+            .collect();
+        let with = |workers: usize| {
+            let mut g = ParallelGzip {
+                out: Vec::new(),
+                pending: Vec::new(),
+                workers,
+                members: 0,
+            };
+            for c in data.chunks(CHUNK) {
+                g.write_all(c).unwrap();
+            }
+            g.finish().unwrap()
+        };
+        let one = with(1);
+        assert_eq!(one, with(2));
+        assert_eq!(one, with(7));
+        let mut out = Vec::new();
+        decompressing_reader(std::io::BufReader::new(&one[..]))
+            .unwrap()
+            .read_to_end(&mut out)
+            .unwrap();
+        assert_eq!(out, data);
+        // Empty input is still a gzip stream.
+        let empty = ParallelGzip {
+            out: Vec::new(),
+            pending: Vec::new(),
+            workers: 3,
+            members: 0,
+        }
+        .finish()
+        .unwrap();
+        assert!(empty.starts_with(&[0x1f, 0x8b]));
     }
 
     #[test]
