@@ -1,9 +1,9 @@
 //! Air-gap bundles: one tar holding an OCI image layout with every image of a lockfile (each
 //! blob once, with the manifest and config of a registry base the images build on, which the
-//! lab's verify reads) plus the lockfile itself. Import checks every blob's sha256 while it streams it
-//! into a private staging directory, then every manifest, config and layer against the lock;
-//! only then are blobs moved into the store and names added, so a corrupted or truncated
-//! bundle leaves nothing visible.
+//! lab's verify reads) plus the lockfile itself. Import checks every blob's sha256 while it
+//! streams it into a private staging directory, then every manifest, config and layer against
+//! the lock; only then are blobs moved into the store and names added, so a corrupted or
+//! truncated bundle leaves nothing visible.
 
 use std::collections::BTreeMap;
 use std::io::Read;

@@ -23,10 +23,10 @@ fn zstd_workers() -> u32 {
 }
 /// gzip level 6, mtime 0, no file name, OS byte 255 ("unknown") on every machine.
 const GZIP_LEVEL: u32 = 6;
-/// gzip is written as one member per 1 MiB of tar, each compressed on its own (as pigz's
-/// independent mode and Go's pgzip readers allow: a gzip stream may hold several members, and
-/// every reader containerd, Docker and umoci use reads them all). The members are compressed
-/// in parallel and written in order, so the bytes do not depend on the number of workers.
+/// gzip is written as one member per 1 MiB of tar, each compressed on its own: a gzip stream
+/// may hold several members (RFC 1952), and the readers containerd, Docker and umoci use read
+/// them all (umoci is tested). The members are compressed in parallel and written in order, so
+/// the bytes do not depend on the number of workers; the layer is about 0.2 % larger.
 const GZIP_MEMBER: usize = 1 << 20;
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]

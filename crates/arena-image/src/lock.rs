@@ -184,7 +184,6 @@ pub fn lock_set(
     pins: &[BasePin],
 ) -> Result<Lockfile> {
     let (set, recipe) = set_recipe(sets_file, set_name)?;
-    let set = &set;
     let base_dir = sets_file.parent().unwrap_or(Path::new("."));
     let mut used = Vec::new();
     let recipe = match recipe.base_tag() {

@@ -56,8 +56,7 @@ pub fn ensure_base(
         // A tag: only a lock pins it (the build refuses it, saying so); nothing is fetched.
         return Ok(());
     };
-    let pinned = Some(pinned);
-    if pinned.as_ref().is_some_and(|d| store.has_blob(d)) {
+    if store.has_blob(&pinned) {
         return Ok(());
     }
     let reg = registry.registry()?;
