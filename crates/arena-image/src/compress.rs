@@ -92,8 +92,12 @@ impl<W: Write> ParallelGzip<W> {
         let workers = std::env::var("ARENA_GZIP_WORKERS")
             .ok()
             .and_then(|v| v.parse().ok())
-            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
-            .max(1);
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+        Self::with_workers(out, workers)
+    }
+
+    fn with_workers(out: W, workers: usize) -> Self {
+        let workers = workers.max(1);
         ParallelGzip {
             out,
             pending: Vec::with_capacity(GZIP_MEMBER * workers * 2),
@@ -234,6 +238,15 @@ mod tests {
     use super::*;
     use std::io::Read;
 
+    fn decompress(compressed: &[u8]) -> Vec<u8> {
+        let mut out = Vec::new();
+        decompressing_reader(std::io::BufReader::new(compressed))
+            .unwrap()
+            .read_to_end(&mut out)
+            .unwrap();
+        out
+    }
+
     fn zstd_with(workers: u32, data: &[u8]) -> Vec<u8> {
         let mut e = zstd::stream::write::Encoder::new(Vec::new(), ZSTD_LEVEL).unwrap();
         e.multithread(workers).unwrap();
@@ -271,12 +284,7 @@ mod tests {
             .map(|i| (i.wrapping_mul(2654435761) >> 24) as u8 & (i / 3000) as u8)
             .collect();
         let with = |workers: usize| {
-            let mut g = ParallelGzip {
-                out: Vec::new(),
-                pending: Vec::new(),
-                workers,
-                members: 0,
-            };
+            let mut g = ParallelGzip::with_workers(Vec::new(), workers);
             for c in data.chunks(CHUNK) {
                 g.write_all(c).unwrap();
             }
@@ -285,21 +293,9 @@ mod tests {
         let one = with(1);
         assert_eq!(one, with(2));
         assert_eq!(one, with(7));
-        let mut out = Vec::new();
-        decompressing_reader(std::io::BufReader::new(&one[..]))
-            .unwrap()
-            .read_to_end(&mut out)
-            .unwrap();
-        assert_eq!(out, data);
+        assert_eq!(decompress(&one), data);
         // Empty input is still a gzip stream.
-        let empty = ParallelGzip {
-            out: Vec::new(),
-            pending: Vec::new(),
-            workers: 3,
-            members: 0,
-        }
-        .finish()
-        .unwrap();
+        let empty = ParallelGzip::with_workers(Vec::new(), 3).finish().unwrap();
         assert!(empty.starts_with(&[0x1f, 0x8b]));
     }
 
@@ -318,12 +314,7 @@ mod tests {
             }
             let b = e2.finish().unwrap();
             assert_eq!(a, b, "{c:?} output depends on write sizes");
-            let mut out = Vec::new();
-            decompressing_reader(std::io::BufReader::new(&a[..]))
-                .unwrap()
-                .read_to_end(&mut out)
-                .unwrap();
-            assert_eq!(out, data);
+            assert_eq!(decompress(&a), data);
         }
     }
 }

@@ -29,6 +29,12 @@ fn show(o: &Output) -> String {
     )
 }
 
+/// A refusal: exit 1; its stderr.
+fn refused(o: &Output) -> String {
+    assert_eq!(o.status.code(), Some(1), "{}", show(o));
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
 fn json(o: &Output) -> Value {
     assert!(o.status.success(), "{}", show(o));
     serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", show(o)))
@@ -268,8 +274,7 @@ fn a_tagged_base_is_pinned_on_first_lock_and_stays_pinned_when_the_tag_moves() {
         .arg(dir.join("unpinned.lock"))
         .output()
         .unwrap();
-    assert_eq!(o.status.code(), Some(1), "{}", show(&o));
-    let err = String::from_utf8_lossy(&o.stderr);
+    let err = refused(&o);
     assert!(
         err.contains("base.reference") && err.contains("holds no pin"),
         "{}",
@@ -354,8 +359,7 @@ fn bad_registry_input_is_refused_with_a_reason() {
         .arg(d.path().join("tag.toml"))
         .output()
         .unwrap();
-    assert_eq!(o.status.code(), Some(1), "{}", show(&o));
-    let err = String::from_utf8_lossy(&o.stderr);
+    let err = refused(&o);
     assert!(
         err.contains("base.reference") && err.contains("names a tag, which a build cannot pin"),
         "{}",
