@@ -1,14 +1,17 @@
 //! From what an evaluator container left behind — the gate script's exit codes and the
-//! harness's reports under `build/` — to an [`Evaluation`]. A gate passes only if its commands
-//! exited 0 and its report (where the harness wrote one) says `ok`; a gate after a failed one
-//! is `skipped`; a gate the container never reached (killed, timed out) fails with the reason.
+//! harness's reports — to an [`Evaluation`]. A gate passes only if its commands exited 0 and
+//! its report (where the harness wrote one) says `ok`; a gate after a failed one is `skipped`;
+//! a gate the container never reached (killed, timed out) fails with the reason. Performance
+//! cases are read as AgentKernelArena reads them ([`crate::aka_perf`]); a performance command
+//! that exits non-zero, or leaves no case, fails its gate with the reason.
 
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use crate::record::{Evaluation, GateReport, GateStatus, PerfCase};
+use crate::aka_perf::{read_run, Side};
+use crate::record::{Evaluation, GateReport, GateStatus};
 
-use crate::gate::{Gate, GATES};
+use crate::gate::Gate;
 use crate::layout::GATES_FILE;
 use crate::untrusted::{read_text_beneath, Refusal};
 
@@ -18,25 +21,64 @@ pub const REPORT_CAP: u64 = 4 << 20;
 /// Exit codes of `timeout -s KILL` and of a process killed by SIGKILL.
 const KILLED: [i32; 2] = [124, 137];
 
-/// Reads `out_dir/gates` and `build_dir/*_report.json`. `container_note` explains a container
-/// that did not finish (e.g. "timed out after 960 s"), for the gates it never reached.
-pub fn collect(out_dir: &Path, build_dir: &Path, container_note: Option<&str>) -> Evaluation {
-    let codes = read_codes(&out_dir.join(GATES_FILE));
-    let mut reports: BTreeMap<Gate, GateReport> = BTreeMap::new();
-    let mut performance = Vec::new();
+/// How one evaluation is read: which kernel the reports are of, and the task's type (AKA
+/// reads torch2hip reports by kernel).
+#[derive(Debug, Clone, Copy)]
+pub struct Reading<'a> {
+    pub task_type: &'a str,
+    pub side: Side,
+}
+
+impl Default for Reading<'_> {
+    fn default() -> Self {
+        Reading {
+            task_type: "",
+            side: Side::Candidate,
+        }
+    }
+}
+
+/// Reads `out_dir/gates` and the reports copied to `reports` (the compile and correctness
+/// reports, and the performance run as [`crate::aka_perf::read_run`] finds it).
+/// `container_note` explains a container that did not finish (e.g. "timed out after 960 s"),
+/// for the gates it never reached.
+pub fn collect(
+    out_dir: &Path,
+    reports: &Path,
+    container_note: Option<&str>,
+    how: Reading,
+) -> Evaluation {
+    let codes = read_codes(out_dir);
+    let mut e = gates(&codes, reports, container_note);
+    if e.correct() {
+        performance(
+            &mut e,
+            codes.get(Gate::Performance.name()).copied(),
+            reports,
+            container_note,
+            how,
+        );
+    }
+    e
+}
+
+/// The compile and correctness gates alone (a paired evaluation reads its performance runs
+/// itself: [`crate::paired`]).
+pub fn gates(
+    codes: &BTreeMap<String, i32>,
+    reports: &Path,
+    container_note: Option<&str>,
+) -> Evaluation {
+    let mut judged: BTreeMap<Gate, GateReport> = BTreeMap::new();
     let mut failed = false;
-    for g in GATES {
+    for g in [Gate::Compile, Gate::Correctness] {
         let report = if failed {
             GateReport::new(GateStatus::Skipped, None)
         } else {
-            let r = judge(g, codes.get(g.name()).copied(), build_dir, container_note);
-            if g == Gate::Performance && codes.contains_key(g.name()) {
-                performance = read_performance(build_dir);
-            }
-            r
+            judge(g, codes.get(g.name()).copied(), reports, container_note)
         };
         failed |= report.status != GateStatus::Ok;
-        reports.insert(g, report);
+        judged.insert(g, report);
     }
     if let Some(code) = codes.get("setup") {
         let r = GateReport::new(
@@ -45,21 +87,55 @@ pub fn collect(out_dir: &Path, build_dir: &Path, container_note: Option<&str>) -
                 "evaluator could not enter the task directory (exit {code})"
             )),
         );
-        reports.insert(Gate::Compile, r);
+        judged.insert(Gate::Compile, r);
     }
-    Evaluation {
-        compile: reports.remove(&Gate::Compile).unwrap(),
-        correctness: reports.remove(&Gate::Correctness).unwrap(),
-        performance,
+    Evaluation::new(
+        judged.remove(&Gate::Compile).unwrap(),
+        judged.remove(&Gate::Correctness).unwrap(),
+        Vec::new(),
+    )
+}
+
+fn performance(
+    e: &mut Evaluation,
+    code: Option<i32>,
+    reports: &Path,
+    note: Option<&str>,
+    how: Reading,
+) {
+    let Some(code) = code else {
+        let why = note.unwrap_or("the evaluator stopped before this gate finished");
+        e.performance_error = Some(format!("performance gate: {why}"));
+        return;
+    };
+    match read_run(reports, how.task_type, how.side) {
+        Ok(run) => {
+            e.performance = run.cases;
+            e.performance_source = Some(run.source);
+        }
+        Err(why) if code == 0 => e.performance_error = Some(why),
+        Err(_) => {}
+    }
+    if code != 0 {
+        let mut why = if KILLED.contains(&code) {
+            format!("performance gate killed after its timeout (exit {code})")
+        } else {
+            format!("performance gate exited {code}")
+        };
+        if let Some(err) = e
+            .performance
+            .iter()
+            .find_map(|c| c.extra.get("error").and_then(|v| v.as_str()))
+        {
+            why = format!("{why}: {err}");
+        }
+        e.performance_error = Some(why);
     }
 }
 
-fn read_codes(path: &Path) -> BTreeMap<String, i32> {
-    let (dir, name) = (
-        path.parent().unwrap_or(Path::new(".")),
-        path.file_name().unwrap_or_default(),
-    );
-    let text = read_text_beneath(dir, Path::new(name), 64 << 10).unwrap_or_default();
+/// The exit code of each step the gate runner reached, by step name.
+pub fn read_codes(out_dir: &Path) -> BTreeMap<String, i32> {
+    let text = read_text_beneath(out_dir, Path::new(GATES_FILE), 64 << 10).unwrap_or_default();
     text.lines()
         .filter_map(|l| {
             let (g, c) = l.split_once(' ')?;
@@ -77,6 +153,11 @@ fn judge(g: Gate, code: Option<i32>, build: &Path, note: Option<&str>) -> GateRe
     if code != 0 {
         let why = if KILLED.contains(&code) {
             format!("{} gate killed after its timeout (exit {code})", g.name())
+        } else if code == 97 {
+            format!(
+                "{} gate: a report of an earlier step could not be removed",
+                g.name()
+            )
         } else {
             format!("{} gate exited {code}", g.name())
         };
@@ -89,11 +170,9 @@ fn judge(g: Gate, code: Option<i32>, build: &Path, note: Option<&str>) -> GateRe
         r.error = Some(error);
         return r;
     }
-    match (g, report) {
-        // Performance has a list, not a status report: its cases are read separately.
-        (Gate::Performance, _) => GateReport::new(GateStatus::Ok, None),
-        (_, Some(r)) if r.status == GateStatus::Ok => r,
-        (_, Some(mut r)) => {
+    match report {
+        Some(r) if r.status == GateStatus::Ok => r,
+        Some(mut r) => {
             r.status = GateStatus::Fail;
             r.error.get_or_insert_with(|| {
                 format!("{} exited 0 but its report does not say ok", g.name())
@@ -102,7 +181,7 @@ fn judge(g: Gate, code: Option<i32>, build: &Path, note: Option<&str>) -> GateRe
         }
         // Harnesses outside the task_runner convention may not write reports; the exit code
         // is then the verdict.
-        (_, None) => GateReport::new(GateStatus::Ok, None),
+        None => GateReport::new(GateStatus::Ok, None),
     }
 }
 
@@ -124,17 +203,6 @@ fn read_report(g: Gate, build: &Path) -> Option<GateReport> {
             Some(format!("build/{}: unreadable report: {e}", g.report_file())),
         )),
     }
-}
-
-fn read_performance(build: &Path) -> Vec<PerfCase> {
-    read_text_beneath(
-        build,
-        Path::new(Gate::Performance.report_file()),
-        REPORT_CAP,
-    )
-    .ok()
-    .and_then(|t| serde_json::from_str::<Vec<PerfCase>>(&t).ok())
-    .unwrap_or_default()
 }
 
 #[cfg(test)]
@@ -174,7 +242,7 @@ mod tests {
             r#"[{"test_case_id":"perf1","execution_time_ms":0.5}]"#,
         )
         .unwrap();
-        let e = collect(&out, &build, None);
+        let e = collect(&out, &build, None, Reading::default());
         assert!(e.correct());
         assert_eq!(e.correctness.extra["num_shapes"], 3);
         assert_eq!(e.performance.len(), 1);
@@ -196,7 +264,7 @@ mod tests {
             r#"[{"test_case_id":"perf1","execution_time_ms":0.1}]"#,
         )
         .unwrap();
-        let e = collect(&out, &build, None);
+        let e = collect(&out, &build, None, Reading::default());
         assert!(e.compiled() && !e.correct());
         let err = e.correctness.error.unwrap();
         assert!(
@@ -215,7 +283,7 @@ mod tests {
             r#"{"status":"fail","error":null}"#,
         )
         .unwrap();
-        let e = collect(&out, &build, None);
+        let e = collect(&out, &build, None, Reading::default());
         assert_eq!(e.compile.status, GateStatus::Fail);
         assert_eq!(e.correctness.status, GateStatus::Skipped);
     }
@@ -224,7 +292,12 @@ mod tests {
     fn gates_never_reached_fail_with_the_container_note() {
         let (_d, out, build) = dirs();
         fs::write(out.join("gates"), "compile 0\n").unwrap();
-        let e = collect(&out, &build, Some("timed out after 60 s"));
+        let e = collect(
+            &out,
+            &build,
+            Some("timed out after 60 s"),
+            Reading::default(),
+        );
         assert!(e.compiled());
         let err = e.correctness.error.unwrap();
         assert!(err.contains("timed out after 60 s"), "{err}");
@@ -247,7 +320,7 @@ mod tests {
             nix::sys::stat::Mode::S_IRWXU,
         )
         .unwrap();
-        let e = collect(&out, &build, None);
+        let e = collect(&out, &build, None, Reading::default());
         assert!(!e.compiled());
         let err = e.compile.error.clone().unwrap();
         assert!(
@@ -266,7 +339,7 @@ mod tests {
             nix::sys::stat::Mode::S_IRWXU,
         )
         .unwrap();
-        let e = collect(&out, &build, None);
+        let e = collect(&out, &build, None, Reading::default());
         assert!(e.compile.error.unwrap().contains("not a regular file"));
     }
 
@@ -274,7 +347,7 @@ mod tests {
     fn killed_gate_is_named_as_a_timeout() {
         let (_d, out, build) = dirs();
         fs::write(out.join("gates"), "compile 137\n").unwrap();
-        let e = collect(&out, &build, None);
+        let e = collect(&out, &build, None, Reading::default());
         assert!(e
             .compile
             .error

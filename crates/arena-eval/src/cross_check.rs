@@ -3,7 +3,8 @@
 //! cannot hide is how long its performance command really ran, which arena's gate runner
 //! measures from outside. Three checks, each with a named reason when it fails:
 //!
-//! 1. no case may take less than a call can (a floor);
+//! 1. no case may take less than a call can (a floor: the device's, measured in the evaluator
+//!    container by arena's floor probe, or [`FLOOR_MS`]);
 //! 2. the times reported, over the calls the harness says it makes, must fit in the wall
 //!    time of the command;
 //! 3. where the harness declares its iteration counts, the time the candidate claims to save
@@ -33,13 +34,35 @@ pub enum Verdict {
     Partial,
 }
 
+/// A case may report down to this share of the device floor's cheapest call (the floor is a
+/// tiny kernel; a harness's call could be cheaper still, but not by half).
+pub const FLOOR_SHARE: f64 = 0.5;
+
+/// The floor a case's time must clear, from the floor probe's record (`floor` in the gate
+/// runner's record): on a GPU half the cheapest graph-replayed launch, else [`FLOOR_MS`].
+pub fn device_floor_ms(probe: &serde_json::Value) -> Option<f64> {
+    let graph = probe
+        .get("gpu")
+        .and_then(|g| g.get("graph_launch_ms"))
+        .and_then(|v| v.as_f64())
+        .filter(|v| v.is_finite() && *v > 0.0)?;
+    Some((graph * FLOOR_SHARE).max(FLOOR_MS))
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CrossCheck {
     pub verdict: Verdict,
     pub reason: String,
-    /// Wall seconds of the performance commands, by arena's clock.
+    /// Wall seconds of the performance commands, by arena's clock (the median over the runs
+    /// of each kernel in a paired evaluation).
     pub baseline_wall_s: f64,
     pub candidate_wall_s: f64,
+    /// The floor the cases were checked against, in ms.
+    #[serde(default)]
+    pub floor_ms: f64,
+    /// Performance runs of each kernel the wall times are the median of (paired evaluations).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runs_per_kernel: Option<usize>,
     /// Calls per case the harness declares (warm-up and timed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub calls_per_case: Option<u64>,
@@ -62,19 +85,23 @@ fn measured(cases: &[PerfCase]) -> Vec<(&str, f64)> {
 
 /// Checks the candidate's reported cases against the wall times of the performance commands
 /// (baseline's and candidate's), with `calls_per_case` the calls the harness makes per case
-/// (warm-ups included), where it declares them.
+/// (warm-ups included), where it declares them, and the device's floor where it was measured.
 pub fn cross_check(
     baseline: &[PerfCase],
     baseline_wall_s: f64,
     candidate: &[PerfCase],
     candidate_wall_s: f64,
     calls_per_case: Option<u64>,
+    device_floor_ms: Option<f64>,
 ) -> CrossCheck {
+    let floor = device_floor_ms.unwrap_or(FLOOR_MS).max(FLOOR_MS);
     let mut out = CrossCheck {
         verdict: Verdict::Consistent,
         reason: String::new(),
         baseline_wall_s,
         candidate_wall_s,
+        floor_ms: floor,
+        runs_per_kernel: None,
         calls_per_case,
         claimed_saving_ms: None,
         observed_saving_ms: None,
@@ -86,10 +113,12 @@ pub fn cross_check(
         o
     };
     let cand = measured(candidate);
-    if let Some((id, ms)) = cand.iter().find(|(_, ms)| *ms < FLOOR_MS) {
+    if let Some((id, ms)) = cand.iter().find(|(_, ms)| *ms < floor) {
         return fail(
             out,
-            format!("case {id} reports {ms:e} ms, less than any call takes ({FLOOR_MS:e} ms)"),
+            format!(
+                "case {id} reports {ms:e} ms, less than any call takes on this device ({floor:e} ms)"
+            ),
         );
     }
     let calls = calls_per_case.unwrap_or(1) as f64;
@@ -158,6 +187,7 @@ mod tests {
             &cases(&[2.0, 18.0]),
             0.41,
             Some(12),
+            None,
         );
         assert_eq!(c.verdict, Verdict::Consistent, "{}", c.reason);
         assert_eq!(c.claimed_saving_ms.unwrap().round(), 300.0);
@@ -172,10 +202,11 @@ mod tests {
             &cases(&[0.05, 0.4]),
             0.71,
             Some(12),
+            None,
         );
         assert_eq!(c.verdict, Verdict::Inconsistent);
         assert!(c.reason.contains("disagrees with arena's"), "{}", c.reason);
-        let tiny = cross_check(&cases(&[5.0]), 0.7, &cases(&[1e-6]), 0.7, None);
+        let tiny = cross_check(&cases(&[5.0]), 0.7, &cases(&[1e-6]), 0.7, None, None);
         assert_eq!(tiny.verdict, Verdict::Inconsistent);
         assert!(
             tiny.reason.contains("less than any call"),
@@ -186,10 +217,33 @@ mod tests {
 
     #[test]
     fn reports_longer_than_the_command_are_refused_and_unknown_counts_check_less() {
-        let c = cross_check(&cases(&[5.0]), 0.7, &cases(&[500.0]), 0.6, Some(10));
+        let c = cross_check(&cases(&[5.0]), 0.7, &cases(&[500.0]), 0.6, Some(10), None);
         assert_eq!(c.verdict, Verdict::Inconsistent);
         assert!(c.reason.contains("ran 600.0 ms"), "{}", c.reason);
-        let p = cross_check(&cases(&[5.0]), 0.7, &cases(&[0.05]), 0.7, None);
+        let p = cross_check(&cases(&[5.0]), 0.7, &cases(&[0.05]), 0.7, None, None);
         assert_eq!(p.verdict, Verdict::Partial);
+    }
+
+    #[test]
+    fn a_time_below_the_devices_floor_is_refused() {
+        // The probe found a graph-replayed launch takes 2 µs: half of it is the floor.
+        let probe = serde_json::json!({"cpu_call_ms": 3e-5, "gpu": {"graph_launch_ms": 0.002}});
+        let floor = device_floor_ms(&probe);
+        assert_eq!(floor, Some(0.001));
+        let c = cross_check(&cases(&[0.05]), 0.7, &cases(&[0.0004]), 0.7, None, floor);
+        assert_eq!(c.verdict, Verdict::Inconsistent);
+        assert!(
+            c.reason.contains("on this device (1e-3 ms)"),
+            "{}",
+            c.reason
+        );
+        assert_eq!(c.floor_ms, 0.001);
+        // 1.5 µs clears it; without a GPU only the fixed floor applies.
+        let ok = cross_check(&cases(&[0.05]), 0.7, &cases(&[0.0015]), 0.7, None, floor);
+        assert_eq!(ok.verdict, Verdict::Partial, "{}", ok.reason);
+        assert_eq!(
+            device_floor_ms(&serde_json::json!({"cpu_call_ms": 3e-5, "gpu": null})),
+            None
+        );
     }
 }

@@ -5,11 +5,13 @@
 //! workspace — and how what the container wrote, read as something hostile wrote it, becomes
 //! an [`record::Evaluation`]. Starting the container is the runner's job.
 
+pub mod aka_perf;
 pub mod collect;
 pub mod cross_check;
 pub mod error;
 pub mod gate;
 pub mod layout;
+pub mod paired;
 pub mod record;
 pub mod self_reported;
 pub mod sources;
@@ -17,7 +19,7 @@ pub mod timeouts;
 pub mod trusted;
 pub mod untrusted;
 
-pub use collect::collect;
+pub use collect::{collect, Reading};
 pub use error::EvalError;
 pub use gate::{Gate, GATES};
 pub use self_reported::{read_probe, GatesJob};

@@ -76,9 +76,33 @@ pub struct Evaluation {
     /// Empty when the performance gate was not reached.
     #[serde(default)]
     pub performance: Vec<PerfCase>,
+    /// Why the performance gate failed, where it did for a reason its cases do not show (a
+    /// command that exited non-zero, a round never reached, no report found).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub performance_error: Option<String>,
+    /// Where the harness's cases were read (`build/performance_report.json`, `output:
+    /// GEAK_RESULT_LATENCY_MS`, …), for a self-reported harness.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub performance_source: Option<String>,
+    /// The least a call can take on the evaluator's device (measured there at the start): a
+    /// case reported below it is refused.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device_floor_ms: Option<f64>,
 }
 
 impl Evaluation {
+    /// An evaluation of two gate reports and its cases, nothing else recorded.
+    pub fn new(compile: GateReport, correctness: GateReport, performance: Vec<PerfCase>) -> Self {
+        Evaluation {
+            compile,
+            correctness,
+            performance,
+            performance_error: None,
+            performance_source: None,
+            device_floor_ms: None,
+        }
+    }
+
     pub fn compiled(&self) -> bool {
         self.compile.passed()
     }

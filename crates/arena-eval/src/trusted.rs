@@ -55,6 +55,7 @@ files!(
     "child.py",
     "data.py",
     "evaluate.py",
+    "floor.py",
     "gates.py",
     "gpu.py",
     "harness.py",
@@ -90,7 +91,7 @@ pub fn install(dir: &Path) -> std::io::Result<()> {
     std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o555))
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
 pub struct Ids {
     pub uid: u32,
     pub gid: u32,
@@ -163,7 +164,9 @@ impl Job {
         let mut users = std::collections::BTreeMap::new();
         let mut scratch = std::collections::BTreeMap::new();
         for r in roles {
-            kernels.insert(r.name, format!("{KERNELS}/{}", r.name));
+            // Directories named by user: the two kernels' paths (and environments) are the
+            // same length, so that neither process is laid out differently for it.
+            kernels.insert(r.name, format!("{KERNELS}/{}", r.uid));
             users.insert(
                 r.name,
                 Ids {
@@ -171,7 +174,7 @@ impl Job {
                     gid: r.uid,
                 },
             );
-            scratch.insert(r.name, format!("{SCRATCH}/{}", r.name));
+            scratch.insert(r.name, format!("{SCRATCH}/{}", r.uid));
         }
         Job {
             harness: format!(
@@ -243,8 +246,8 @@ mod tests {
         assert_eq!(v["harness"], "/arena/harness/task/scripts/h.py");
         assert_eq!(v["roles"], serde_json::json!(["baseline", "candidate"]));
         assert_eq!(v["users"]["candidate"]["uid"], 60002);
-        assert_eq!(v["scratch"]["baseline"], "/scratch/baseline");
-        assert_eq!(v["kernels"]["candidate"], "/arena/kernel/candidate");
+        assert_eq!(v["scratch"]["baseline"], "/scratch/60001");
+        assert_eq!(v["kernels"]["candidate"], "/arena/kernel/60002");
         assert!(v.get("hidden").is_none());
     }
 }

@@ -173,6 +173,7 @@ mod tests {
                 arena_run::result::Trust::SelfReported
             },
             speedup_interval: None,
+            unpaired_speedup: None,
         }
     }
 

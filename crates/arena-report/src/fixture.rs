@@ -73,23 +73,19 @@ pub fn result(spec: &Spec, seed: u64) -> TaskResult {
     let mut rng = fastrand::Rng::with_seed(seed);
     let s = spec.speedup.unwrap_or(1.0);
     let baseline_cases = cases(&mut rng, "perf", 0.5, 1.0, spec.noise);
-    let candidate = Evaluation {
-        compile: gate(true, ""),
-        correctness: gate(
+    let candidate = Evaluation::new(
+        gate(true, ""),
+        gate(
             spec.speedup.is_some(),
             "perf2: max abs error 3.5 (tolerance 0.01)",
         ),
-        performance: if spec.speedup.is_some() {
+        if spec.speedup.is_some() {
             cases(&mut rng, "perf", 0.5, s, spec.noise)
         } else {
             vec![]
         },
-    };
-    let baseline = Evaluation {
-        compile: gate(true, ""),
-        correctness: gate(true, ""),
-        performance: baseline_cases,
-    };
+    );
+    let baseline = Evaluation::new(gate(true, ""), gate(true, ""), baseline_cases);
     let id = TaskId::new(&spec.task_id).expect("a valid task id");
     let mut r = TaskResult::new(id, &spec.task_type, spec.repeat, baseline, candidate);
     r.trust = Trust::Trusted;
@@ -126,20 +122,20 @@ pub fn result(spec: &Spec, seed: u64) -> TaskResult {
     }
     if spec.unseen {
         let ok = spec.speedup.is_some() && rng.f64() > 0.2;
-        let orig = Evaluation {
-            compile: gate(true, ""),
-            correctness: gate(true, ""),
-            performance: cases(&mut rng, "u", 0.8, 1.0, spec.noise),
-        };
-        let opt = Evaluation {
-            compile: gate(true, ""),
-            correctness: gate(ok, "u3: output differs"),
-            performance: if ok {
+        let orig = Evaluation::new(
+            gate(true, ""),
+            gate(true, ""),
+            cases(&mut rng, "u", 0.8, 1.0, spec.noise),
+        );
+        let opt = Evaluation::new(
+            gate(true, ""),
+            gate(ok, "u3: output differs"),
+            if ok {
                 cases(&mut rng, "u", 0.8, s * 0.8, spec.noise)
             } else {
                 vec![]
             },
-        };
+        );
         r.unseen = Some(UnseenResult {
             set_digest: digest("unseen", "fixture").to_string(),
             original: orig,

@@ -158,9 +158,9 @@ mod tests {
     use arena_run::result::UnseenResult;
 
     fn eval(correct: bool, ms: &[(&str, f64)]) -> Evaluation {
-        Evaluation {
-            compile: GateReport::new(GateStatus::Ok, None),
-            correctness: GateReport::new(
+        Evaluation::new(
+            GateReport::new(GateStatus::Ok, None),
+            GateReport::new(
                 if correct {
                     GateStatus::Ok
                 } else {
@@ -168,8 +168,8 @@ mod tests {
                 },
                 None,
             ),
-            performance: ms.iter().map(|(i, m)| PerfCase::new(i, *m)).collect(),
-        }
+            ms.iter().map(|(i, m)| PerfCase::new(i, *m)).collect(),
+        )
     }
 
     fn result(id: &str, seen_ms: f64, orig_ok: bool, opt_ok: bool, unseen_ms: f64) -> TaskResult {

@@ -47,7 +47,7 @@ impl Report {
             .zip(&runs)
             .map(|(r, d)| {
                 let mut s = score_task(r);
-                s.speedup_interval = d.draws.as_ref().map(|draws| stats::interval(draws));
+                s.speedup_interval = d.interval();
                 s
             })
             .collect();
@@ -106,6 +106,7 @@ mod tests {
             performance_failure: None,
             trust,
             speedup_interval: None,
+            unpaired_speedup: None,
         }
     }
 

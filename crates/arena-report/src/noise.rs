@@ -1,8 +1,10 @@
 //! Noise-aware fast_p, beside the paper's: a task counts as faster than p only when the lower
-//! bound of its speedup's 95% bootstrap interval clears p (the paper's fast₁ counts a mean
-//! speedup of 1.001 measured on noise). Repeats are pooled: each resample draws every repeat's
-//! paired samples and averages the repeats. A task without paired samples (a self-reported
-//! harness) has no interval and is never counted as confidently fast.
+//! bound of its speedup's 95% interval clears p (the paper's fast₁ counts a mean speedup of
+//! 1.001 measured on noise). Cases paired call by call (arena's trusted evaluator) get a
+//! bootstrap interval, repeats pooled by averaging each resample over them; cases paired in
+//! rounds (paired self-reported runs) get the distribution-free interval of the rounds'
+//! speedups, repeats pooled by taking all their rounds. A task without paired samples has no
+//! interval and is never counted as confidently fast.
 
 use std::collections::BTreeMap;
 
@@ -10,7 +12,7 @@ use serde::Serialize;
 
 use crate::aggregate::ALL;
 use crate::score::score_task;
-use crate::stats::{quantile, speedup_resampler};
+use crate::stats::{median_interval, quantile, round_ratios, speedup_resampler};
 use crate::TaskResult;
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -33,20 +35,34 @@ pub struct RunDraws<'a> {
     pub task_type: &'a str,
     pub task_id: &'a str,
     pub speedup: f64,
-    /// `None` for a failed run or one without paired samples.
+    /// `None` for a failed run or one without paired samples, or measured in rounds.
     pub draws: Option<Vec<f64>>,
+    /// Each round's speedup, for a run whose pairs were measured in rounds.
+    pub rounds: Option<Vec<f64>>,
 }
 
 impl<'a> RunDraws<'a> {
     pub fn of(r: &'a TaskResult) -> RunDraws<'a> {
         let speedup = score_task(r).speedup;
+        let cases = &r.candidate.performance;
+        let rounds = (speedup > 0.0).then(|| round_ratios(cases)).flatten();
         RunDraws {
             task_type: &r.task_type,
             task_id: r.task_id.as_str(),
             speedup,
-            draws: (speedup > 0.0)
-                .then(|| speedup_resampler(&r.candidate.performance))
+            draws: (speedup > 0.0 && rounds.is_none())
+                .then(|| speedup_resampler(cases))
                 .flatten(),
+            rounds,
+        }
+    }
+
+    /// This run's own 95% interval.
+    pub fn interval(&self) -> Option<(f64, f64)> {
+        match (&self.rounds, &self.draws) {
+            (Some(r), _) => Some(median_interval(r, 0.95)),
+            (None, Some(d)) => Some(crate::stats::interval(d)),
+            _ => None,
         }
     }
 }
@@ -59,6 +75,16 @@ pub fn task_interval(repeats: &[&TaskResult]) -> Option<(f64, f64, f64)> {
 }
 
 fn pooled(repeats: &[&RunDraws]) -> Option<(f64, f64, f64)> {
+    let estimate = repeats.iter().map(|r| r.speedup).sum::<f64>() / repeats.len() as f64;
+    if let Some(rounds) = repeats
+        .iter()
+        .map(|r| r.rounds.as_deref())
+        .collect::<Option<Vec<&[f64]>>>()
+    {
+        let all: Vec<f64> = rounds.concat();
+        let (lo, hi) = median_interval(&all, 0.95);
+        return Some((lo, hi, estimate));
+    }
     let draws: Vec<&Vec<f64>> = repeats
         .iter()
         .map(|r| r.draws.as_ref())
@@ -67,7 +93,6 @@ fn pooled(repeats: &[&RunDraws]) -> Option<(f64, f64, f64)> {
         .map(|i| draws.iter().map(|d| d[i]).sum::<f64>() / draws.len() as f64)
         .collect();
     means.sort_by(f64::total_cmp);
-    let estimate = repeats.iter().map(|r| r.speedup).sum::<f64>() / repeats.len() as f64;
     Some((quantile(&means, 0.025), quantile(&means, 0.975), estimate))
 }
 

@@ -1,6 +1,10 @@
 //! Per-task scoring, exactly as the AgentKernelArena paper defines it:
 //! speedup = mean over matched test cases of baseline_ms / candidate_ms, and
 //! Score = 20·[compiles] + 100·[correct] + 100·speedup·[correct].
+//! Where a case was measured in pairs (the original and the agent's kernel interleaved in one
+//! session), its baseline_ms / candidate_ms is the median ratio over its pairs. A time that
+//! is zero, negative, not a number, or below the device's floor fails the performance gate
+//! with its reason: it never becomes a speedup, nor a 1.0.
 
 use std::collections::BTreeMap;
 
@@ -26,6 +30,13 @@ pub enum PerfFailure {
     /// The harness's own times disagree with arena's clock: they are not believed.
     #[error("the reported times failed arena's cross-check: {why}")]
     CrossCheck { why: String },
+    /// The performance gate itself failed (a command that exited non-zero, a round never
+    /// reached, no report found).
+    #[error("the performance gate failed: {why}")]
+    Measurement { why: String },
+    /// A case faster than any call can be on the device it ran on.
+    #[error("case `{id}` reports {ms:e} ms, below the device's floor of {floor_ms:e} ms")]
+    BelowFloor { id: String, ms: f64, floor_ms: f64 },
 }
 
 fn by_id(cases: &[PerfCase]) -> Result<BTreeMap<&str, f64>, PerfFailure> {
@@ -55,6 +66,10 @@ pub fn paired_baseline(c: &PerfCase) -> Option<f64> {
 pub fn speedup(baseline: &[PerfCase], candidate: &[PerfCase]) -> Result<f64, PerfFailure> {
     let mut base = by_id(baseline)?;
     let cand = by_id(candidate)?;
+    let cand_cases: BTreeMap<&str, &PerfCase> = candidate
+        .iter()
+        .map(|c| (c.test_case_id.as_str(), c))
+        .collect();
     for c in candidate {
         if let (Some(b), true) = (
             paired_baseline(c),
@@ -83,7 +98,10 @@ pub fn speedup(baseline: &[PerfCase], candidate: &[PerfCase]) -> Result<f64, Per
                 ms: c,
             });
         }
-        sum += b / c;
+        sum += match cand_cases.get(id).and_then(|c| crate::stats::pairs(c)) {
+            Some(pairs) => crate::stats::pair_ratio(&pairs),
+            None => b / c,
+        };
     }
     Ok(sum / base.len() as f64)
 }
@@ -113,6 +131,40 @@ pub struct TaskScore {
     /// trusted evaluator's); filled by [`crate::Report::build`] (resampling is not free).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub speedup_interval: Option<(f64, f64)>,
+    /// The speedup as AgentKernelArena measures it, for comparison with the paper's numbers:
+    /// one sample of each kernel, in different sessions (the baseline evaluation's times over
+    /// the candidate's first paired sample). Where cases were paired.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unpaired_speedup: Option<f64>,
+}
+
+/// The first case below the evaluation's device floor, where one was measured.
+fn below_floor(e: &arena_eval::record::Evaluation) -> Option<PerfFailure> {
+    let floor = e.device_floor_ms?;
+    e.performance
+        .iter()
+        .find(|c| c.measured() && c.execution_time_ms < floor)
+        .map(|c| PerfFailure::BelowFloor {
+            id: c.test_case_id.clone(),
+            ms: c.execution_time_ms,
+            floor_ms: floor,
+        })
+}
+
+/// AgentKernelArena's single-sample speedup of paired cases ([`TaskScore::unpaired_speedup`]).
+pub fn unpaired_speedup(baseline: &[PerfCase], candidate: &[PerfCase]) -> Option<f64> {
+    let firsts: Vec<PerfCase> = candidate
+        .iter()
+        .map(|c| {
+            let first = crate::stats::pairs(c)?.first()?.1;
+            Some(PerfCase::new(&c.test_case_id, first))
+        })
+        .collect::<Option<_>>()?;
+    let plain: Vec<PerfCase> = baseline
+        .iter()
+        .map(|c| PerfCase::new(&c.test_case_id, c.execution_time_ms))
+        .collect();
+    speedup(&plain, &firsts).ok()
 }
 
 pub fn score_task(r: &TaskResult) -> TaskScore {
@@ -129,6 +181,10 @@ pub fn score_task(r: &TaskResult) -> TaskScore {
                 why: c.reason.clone(),
             }),
         )
+    } else if let (true, Some(why)) = (correct, &r.candidate.performance_error) {
+        (0.0, Some(PerfFailure::Measurement { why: why.clone() }))
+    } else if let (true, Some(f)) = (correct, below_floor(&r.candidate)) {
+        (0.0, Some(f))
     } else if correct {
         match speedup(&r.baseline.performance, &r.candidate.performance) {
             Ok(s) => (s, None),
@@ -146,6 +202,9 @@ pub fn score_task(r: &TaskResult) -> TaskScore {
         speedup,
         score: score(compiled, correct, speedup),
         speedup_interval: None,
+        unpaired_speedup: (speedup > 0.0)
+            .then(|| unpaired_speedup(&r.baseline.performance, &r.candidate.performance))
+            .flatten(),
         performance_failure,
         trust: r.trust,
     }
@@ -230,6 +289,74 @@ mod tests {
         assert_eq!(
             speedup(&cases(&[("a", 4.0)]), &cases(&[("a", 2.0), ("z", 1.0)])),
             Ok(2.0)
+        );
+    }
+
+    fn paired(id: &str, pairs: &[(f64, f64)]) -> PerfCase {
+        let mut c = PerfCase::new(id, pairs[0].1);
+        c.extra.insert(
+            "pairs_ms".into(),
+            serde_json::json!(pairs.iter().map(|(b, c)| [*b, *c]).collect::<Vec<_>>()),
+        );
+        c.extra
+            .insert("baseline_ms".into(), serde_json::json!(pairs[0].0));
+        c
+    }
+
+    #[test]
+    fn a_paired_case_counts_its_median_ratio() {
+        // Ratios 2, 1.5 and 4: the median is 2, whatever baseline_ms and the baseline
+        // evaluation say; a drift moving both kernels of a pair alike cancels.
+        let c = paired("a", &[(2.0, 1.0), (3.0, 2.0), (40.0, 10.0)]);
+        assert_eq!(
+            speedup(&cases(&[("a", 99.0)]), std::slice::from_ref(&c)),
+            Ok(2.0)
+        );
+        // AgentKernelArena's one-sample way: the baseline evaluation over the first sample.
+        assert_eq!(unpaired_speedup(&cases(&[("a", 3.0)]), &[c]), Some(3.0));
+        assert_eq!(
+            unpaired_speedup(&cases(&[("a", 3.0)]), &cases(&[("a", 1.0)])),
+            None
+        );
+    }
+
+    fn result(candidate: arena_eval::record::Evaluation) -> TaskResult {
+        let ok = arena_eval::record::GateReport::new(arena_eval::record::GateStatus::Ok, None);
+        let baseline = arena_eval::record::Evaluation::new(ok.clone(), ok, cases(&[("a", 1.0)]));
+        TaskResult::new(
+            arena_task::TaskId::new("t/x").unwrap(),
+            "triton2triton",
+            0,
+            baseline,
+            candidate,
+        )
+    }
+
+    #[test]
+    fn a_failed_measurement_or_a_time_below_the_floor_scores_no_speedup_with_its_reason() {
+        let ok = arena_eval::record::GateReport::new(arena_eval::record::GateStatus::Ok, None);
+        let mut e = arena_eval::record::Evaluation::new(ok.clone(), ok, cases(&[("a", 0.5)]));
+        e.performance_error = Some("the agent's kernel, round 2: not reached".into());
+        let s = score_task(&result(e.clone()));
+        assert_eq!((s.speedup, s.score), (0.0, 120.0));
+        assert_eq!(
+            s.performance_failure.unwrap().to_string(),
+            "the performance gate failed: the agent's kernel, round 2: not reached"
+        );
+        e.performance_error = None;
+        e.device_floor_ms = Some(0.6);
+        let s = score_task(&result(e.clone()));
+        assert!(matches!(
+            s.performance_failure,
+            Some(PerfFailure::BelowFloor { ref id, .. }) if id == "a"
+        ));
+        assert_eq!(s.speedup, 0.0);
+        e.device_floor_ms = Some(0.4);
+        let s = score_task(&result(e));
+        assert_eq!((s.speedup, s.performance_failure), (2.0, None));
+        assert_eq!(
+            s.unpaired_speedup, None,
+            "no pairs, no single-sample column"
         );
     }
 }

@@ -38,43 +38,121 @@ pub fn pairs(case: &PerfCase) -> Option<Vec<(f64, f64)>> {
     (p.len() >= 2 && p.len() == v.len()).then_some(p)
 }
 
-/// A 95% percentile-bootstrap interval for a task's speedup — the mean over cases of
-/// median(baseline) / median(candidate) — resampling each case's pairs with their pairing
-/// kept. `None` unless every case has paired samples.
+/// A case's speedup from its pairs: the median over the pairs of baseline / candidate (a
+/// drift that moves both kernels of a pair alike cancels in each ratio).
+pub fn pair_ratio(pairs: &[(f64, f64)]) -> f64 {
+    let mut r: Vec<f64> = pairs.iter().map(|(b, c)| b / c).collect();
+    median(&mut r)
+}
+
+/// A 95% interval for a task's speedup (the mean over cases of the median pair ratio,
+/// [`pair_ratio`]): for pairs measured in rounds ([`round_ratios`]) the distribution-free
+/// interval of the rounds' ratios ([`median_interval`]), else a percentile bootstrap that
+/// resamples each case's pairs. `None` unless every case has paired samples.
 pub fn speedup_interval(cases: &[PerfCase]) -> Option<(f64, f64)> {
-    Some(interval(&speedup_resampler(cases)?))
+    speedup_interval_at(cases, 0.95)
+}
+
+/// [`speedup_interval`] holding `level` (0–1).
+pub fn speedup_interval_at(cases: &[PerfCase], level: f64) -> Option<(f64, f64)> {
+    if let Some(rounds) = round_ratios(cases) {
+        return Some(median_interval(&rounds, level));
+    }
+    Some(interval_at(&speedup_resampler(cases)?, level))
+}
+
+/// Pairs measured in rounds shared by every case ([`by_round`]): each round's speedup, the
+/// mean over cases of that round's baseline / candidate. `None` for other pairs.
+pub fn round_ratios(cases: &[PerfCase]) -> Option<Vec<f64>> {
+    let per_case: Vec<Vec<(f64, f64)>> = cases.iter().map(pairs).collect::<Option<_>>()?;
+    if per_case.is_empty() || !by_round(cases, &per_case) {
+        return None;
+    }
+    Some(
+        (0..per_case[0].len())
+            .map(|r| per_case.iter().map(|p| p[r].0 / p[r].1).sum::<f64>() / per_case.len() as f64)
+            .collect(),
+    )
+}
+
+/// The coverage of the order-statistic interval [x(k), x(n+1−k)] for the median of n
+/// values: 1 − 2·P(Binomial(n, ½) < k).
+pub fn median_coverage(n: usize, k: usize) -> f64 {
+    let mut below = 0.0;
+    let mut c = 1.0; // C(n, i)
+    for i in 0..k.min(n + 1) {
+        if i > 0 {
+            c = c * (n + 1 - i) as f64 / i as f64;
+        }
+        below += c;
+    }
+    1.0 - 2.0 * below / 2f64.powi(n as i32)
+}
+
+/// The distribution-free interval for the median of `xs` (exchangeable rounds): the widest
+/// order statistics [x(k), x(n+1−k)] whose coverage is at least `level`, or [min, max] where
+/// even those cover less (fewer than 6 values hold no 95% interval: [min, max] of five holds
+/// 93.75%). A bootstrap of a median of so few values is narrower than that, and under-covers.
+pub fn median_interval(xs: &[f64], level: f64) -> (f64, f64) {
+    let mut v = xs.to_vec();
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n == 0 {
+        return (f64::NAN, f64::NAN);
+    }
+    let k = (1..=n.div_ceil(2))
+        .rev()
+        .find(|&k| median_coverage(n, k) >= level)
+        .unwrap_or(1);
+    (v[k - 1], v[n - k])
 }
 
 /// The 95% percentile interval of bootstrap draws.
 pub fn interval(draws: &[f64]) -> (f64, f64) {
+    interval_at(draws, 0.95)
+}
+
+/// The percentile interval of bootstrap draws holding `level` (0–1) of them.
+pub fn interval_at(draws: &[f64], level: f64) -> (f64, f64) {
     let mut sorted = draws.to_vec();
     sorted.sort_by(f64::total_cmp);
-    (quantile(&sorted, 0.025), quantile(&sorted, 0.975))
+    let tail = (1.0 - level.clamp(0.0, 1.0)) / 2.0;
+    (quantile(&sorted, tail), quantile(&sorted, 1.0 - tail))
+}
+
+/// Whether the cases' pairs come in rounds shared by every case (a paired self-reported
+/// evaluation: pair `i` of every case was measured by the same two processes, and a process
+/// that runs slow slows all its cases): then the rounds, not the pairs, are the samples.
+fn by_round(cases: &[PerfCase], per_case: &[Vec<(f64, f64)>]) -> bool {
+    cases
+        .iter()
+        .all(|c| c.extra.get("paired_by").and_then(|v| v.as_str()) == Some("round"))
+        && per_case.windows(2).all(|w| w[0].len() == w[1].len())
 }
 
 /// The [`RESAMPLES`] bootstrap draws of that speedup, in draw order (seeded: the same cases
-/// give the same draws); `None` unless every case has paired samples.
+/// give the same draws), resampling each case's pairs apart; `None` unless every case has
+/// paired samples. (Pairs measured in rounds take [`round_ratios`] instead.)
 pub fn speedup_resampler(cases: &[PerfCase]) -> Option<Vec<f64>> {
     let per_case: Vec<Vec<(f64, f64)>> = cases.iter().map(pairs).collect::<Option<_>>()?;
     if per_case.is_empty() {
         return None;
     }
+    let ratios: Vec<Vec<f64>> = per_case
+        .iter()
+        .map(|p| p.iter().map(|(b, c)| b / c).collect())
+        .collect();
     let mut rng = fastrand::Rng::with_seed(SEED);
     let mut stats = Vec::with_capacity(RESAMPLES);
-    let (mut b, mut c) = (Vec::new(), Vec::new());
+    let mut draw = Vec::new();
     for _ in 0..RESAMPLES {
         let mut sum = 0.0;
-        for p in &per_case {
-            b.clear();
-            c.clear();
-            for _ in 0..p.len() {
-                let (x, y) = p[rng.usize(..p.len())];
-                b.push(x);
-                c.push(y);
-            }
-            sum += median(&mut b) / median(&mut c);
+        for r in &ratios {
+            draw.clear();
+            draw.extend((0..r.len()).map(|_| r[rng.usize(..r.len())]));
+            sum += median(&mut draw);
         }
-        stats.push(sum / per_case.len() as f64);
+        stats.push(sum / ratios.len() as f64);
     }
     Some(stats)
 }

@@ -26,6 +26,9 @@ pub struct RunRequest {
     pub hidden_set: Option<PathBuf>,
     /// Memory of each container of a task that sets no `memory_limit` (default 16 GiB).
     pub memory: Option<u64>,
+    /// Rounds of paired performance runs for self-reported harnesses (default 6; 0: the
+    /// candidate timed alone, against the baseline evaluation, as AgentKernelArena does).
+    pub perf_pairs: Option<u32>,
 }
 
 /// `*`, an exact id, or a prefix ending in `/`.
@@ -182,6 +185,7 @@ pub fn plan(req: &RunRequest, agent_dirs: &[PathBuf]) -> Result<Plan> {
         hidden.as_ref().map(|h| h.digest.clone()),
     );
     record.memory_bytes = req.memory;
+    record.perf_pairs = req.perf_pairs;
     if let Some(old) = rundir.load_record()? {
         if let Some(field) = old.first_difference(&record) {
             return Err(RunError::invalid(

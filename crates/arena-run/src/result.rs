@@ -91,6 +91,8 @@ pub struct Timings {
     pub candidate_s: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unseen_s: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub breakdown: Option<Breakdown>,
 }
 
 /// One container of a task run: how it ended, what it took, where its output is.
@@ -113,6 +115,80 @@ pub struct ContainerRecord {
     pub stdout_truncated: bool,
     #[serde(default)]
     pub stderr_truncated: bool,
+}
+
+/// One reading of the accelerator's state, taken on the host (`nvidia-smi`, amdgpu's sysfs).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct DeviceReading {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sm_clock_mhz: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mem_clock_mhz: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_sm_clock_mhz: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub temperature_c: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub power_w: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub utilization_pct: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pstate: Option<String>,
+    /// What held the clocks down at that moment (`sw_power_cap`, `hw_thermal_slowdown`, …).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub slowdowns: Vec<String>,
+}
+
+/// The accelerator around one evaluation: read before it, every few seconds while it ran,
+/// and after. `warnings` say where its state could have moved the timings.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct DeviceWindow {
+    /// Where the readings come from (`nvidia-smi`, `amdgpu sysfs`).
+    pub source: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start: Option<DeviceReading>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub end: Option<DeviceReading>,
+    /// Readings taken, start and end included.
+    pub samples: u32,
+    /// The lowest and highest SM clock read while the device was busy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub busy_sm_clock_mhz: Option<(f64, f64)>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_temperature_c: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_power_w: Option<f64>,
+    /// Every reason the clocks were held down at some reading.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub slowdowns: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
+    /// Why nothing could be read, where nothing could.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unavailable: Option<String>,
+}
+
+/// Where a task run's time went, phase by phase and by whose work it was: the harness's (or
+/// arena's evaluator's) gates, the agent, and arena's own (images, containers, staging, the
+/// gate runner's set-up, results).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Breakdown {
+    /// Verifying (and, the first time, importing) the locked image.
+    pub image_s: f64,
+    /// Creating, starting and tearing down every container of the task run.
+    pub containers_s: f64,
+    /// The agent's container running.
+    pub agent_s: f64,
+    /// The gates' commands, over every evaluation (both kernels where paired).
+    pub compile_s: f64,
+    pub correctness_s: f64,
+    pub performance_s: f64,
+    /// Everything else: staging sources, each gate runner's set-up (task trees, the floor
+    /// probe), cleaning between steps, reading reports, writing the result.
+    pub other_s: f64,
+    /// arena's own time (image + containers + other) over the task run's time less the
+    /// agent's: what arena adds to evaluating a task.
+    pub arena_share: f64,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -173,6 +249,9 @@ pub struct TaskResult {
     /// once no kernel ran any more), its warnings, its gate times.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub evaluators: BTreeMap<String, serde_json::Value>,
+    /// The accelerator's state during each evaluation, by phase (`baseline`, `candidate`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub device: BTreeMap<String, DeviceWindow>,
     /// Fields this arena does not know (kept verbatim).
     #[serde(flatten)]
     pub extra: BTreeMap<String, serde_json::Value>,
@@ -203,6 +282,7 @@ impl TaskResult {
             candidate_refused: None,
             cross_check: None,
             evaluators: BTreeMap::new(),
+            device: BTreeMap::new(),
             extra: BTreeMap::new(),
         }
     }

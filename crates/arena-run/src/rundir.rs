@@ -31,6 +31,10 @@ pub struct RunRecord {
     /// Memory of each container of a task that sets no `memory_limit` (`--memory`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory_bytes: Option<u64>,
+    /// Rounds of paired performance runs of self-reported harnesses (`--perf-pairs`; absent:
+    /// arena_eval's default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub perf_pairs: Option<u32>,
     /// The identity that submitted the run (runner API): only it, or an admin, may watch or
     /// cancel it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -65,6 +69,7 @@ impl RunRecord {
             runs,
             hidden_set_digest,
             memory_bytes: None,
+            perf_pairs: None,
             owner: None,
         }
     }
@@ -81,6 +86,7 @@ impl RunRecord {
                 self.hidden_set_digest != other.hidden_set_digest,
             ),
             ("memory_bytes", self.memory_bytes != other.memory_bytes),
+            ("perf_pairs", self.perf_pairs != other.perf_pairs),
         ]
         .into_iter()
         .find_map(|(field, differs)| differs.then_some(field))
@@ -361,6 +367,7 @@ mod tests {
             runs: 1,
             hidden_set_digest: None,
             memory_bytes: None,
+            perf_pairs: None,
             owner: None,
         };
         assert_eq!(a.first_difference(&a.clone()), None);

@@ -7,6 +7,7 @@
 
 pub mod auth;
 pub mod client_paths;
+pub mod device_state;
 pub mod engine;
 pub mod error;
 pub mod gpus;

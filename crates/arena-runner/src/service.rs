@@ -139,6 +139,7 @@ impl Runner for RunnerService {
                     run_dir: PathBuf::from(r.run_dir),
                     hidden_set: opt(r.hidden_set),
                     memory: (r.memory_bytes > 0).then_some(r.memory_bytes),
+                    perf_pairs: r.perf_pairs,
                 },
                 Some(who),
             )

@@ -3,7 +3,8 @@
 //! the evaluator and the agent.
 //!
 //! The fake evaluator plays arena's gate runner (`gates.py`, the self-reported mode these
-//! tasks are in): it writes the gates file and the reports.
+//! tasks are in): it follows the job's steps and writes the gates file, the reports and its
+//! record.
 //! A task's kernel (`source/k.py`) is a few `key=value` lines the fake evaluator obeys:
 //! `speed=N` (its cases take 10/N ms), `compile=fail`, `correct=fail`, `sleep_ms=N` (the
 //! evaluator takes that long), `panic=yes` (the program panics). Where no source is bound over
@@ -42,10 +43,11 @@ fn task_config() -> &'static str {
      compile_timeout: 5\ncorrectness_timeout: 5\nperformance_timeout: 5\n"
 }
 
-/// The kernel's `key=value` settings.
-pub fn kernel(p: &FakeProcess) -> BTreeMap<String, String> {
+/// A kernel's `key=value` settings, from its source at `container_path` (the original's,
+/// `speed=1`, where nothing is bound there).
+pub fn kernel_at(p: &FakeProcess, container_path: &str) -> BTreeMap<String, String> {
     let text = p
-        .host_path("/task/source/k.py")
+        .host_path(container_path)
         .and_then(|h| std::fs::read_to_string(h).ok())
         .unwrap_or_else(|| "speed=1".into());
     text.lines()
@@ -54,58 +56,104 @@ pub fn kernel(p: &FakeProcess) -> BTreeMap<String, String> {
         .collect()
 }
 
-/// The fake evaluator: follows the kernel's settings, writes the gates file and the reports.
+/// The kernel of a single evaluation (its sources bound over the image's task).
+pub fn kernel(p: &FakeProcess) -> BTreeMap<String, String> {
+    kernel_at(p, "/task/source/k.py")
+}
+
+fn report(dir: &Path, name: &str, ok: bool) {
+    std::fs::create_dir_all(dir).unwrap();
+    let body = if ok {
+        r#"{"status":"ok","error":null}"#.to_string()
+    } else {
+        format!(r#"{{"status":"fail","error":"{name} failed"}}"#)
+    };
+    std::fs::write(dir.join(format!("{name}_report.json")), body).unwrap();
+}
+
+/// The fake evaluator: plays the gate runner's job step by step, each step's kernel following
+/// its settings (the candidate's in a paired job from /arena/candidate, else what is bound
+/// over /task), writing the gates file and the reports where the job says.
 pub async fn evaluator(p: FakeProcess) -> u32 {
-    let k = kernel(&p);
-    if let Some(ms) = k.get("sleep_ms").and_then(|v| v.parse().ok()) {
+    let single = kernel(&p);
+    let candidate = if p.host_path("/arena/candidate/source/k.py").is_some() {
+        kernel_at(&p, "/arena/candidate/source/k.py")
+    } else {
+        single.clone()
+    };
+    if let Some(ms) = candidate.get("sleep_ms").and_then(|v| v.parse().ok()) {
         tokio::time::sleep(Duration::from_millis(ms)).await;
     }
-    if k.contains_key("panic") {
+    if candidate.contains_key("panic") {
         panic!("the evaluator program fell over");
     }
     let out = p.host_path("/arena/out").expect("out is bound");
-    assert!(
-        p.host_path("/arena/job.json").is_some_and(|j| j.is_file()),
-        "the gate runner's job is bound"
-    );
-    // The gate runner copies the harness's reports here.
-    let build = out.join("reports");
-    std::fs::create_dir_all(&build).unwrap();
+    let job_file = p
+        .host_path("/arena/job.json")
+        .filter(|j| j.is_file())
+        .expect("the gate runner's job is bound");
+    let job: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(job_file).unwrap()).unwrap();
+    let original: BTreeMap<String, String> = [("speed".to_string(), "1".to_string())].into();
     let mut gates = String::new();
-    let report = |name: &str, ok: bool| {
-        let body = if ok {
-            r#"{"status":"ok","error":null}"#.to_string()
+    let mut commands = Vec::new();
+    for step in job["steps"].as_array().unwrap() {
+        let name = step["name"].as_str().unwrap();
+        let uid = step["user"]["uid"].as_u64().unwrap();
+        // The original runs as the baseline's user; a single evaluation of the agent's
+        // sources (bound over /task) as the candidate's; a probe as the harness's.
+        let k = if uid == u64::from(arena_eval::trusted::BASELINE.uid) {
+            &original
         } else {
-            format!(r#"{{"status":"fail","error":"{name} failed"}}"#)
+            &candidate
         };
-        std::fs::write(build.join(format!("{name}_report.json")), body).unwrap();
-    };
-    let compiles = k.get("compile").map(String::as_str) != Some("fail");
-    report("compile", compiles);
-    gates.push_str(&format!("compile {}\n", if compiles { 0 } else { 1 }));
-    if compiles {
-        let correct = k.get("correct").map(String::as_str) != Some("fail");
-        report("correctness", correct);
-        gates.push_str(&format!("correctness {}\n", if correct { 0 } else { 1 }));
-        if correct {
-            let speed: f64 = k.get("speed").and_then(|v| v.parse().ok()).unwrap_or(1.0);
-            let cases: Vec<String> = (1..=3)
-                .map(|i| {
-                    format!(
-                        r#"{{"test_case_id":"perf{i}","execution_time_ms":{}}}"#,
-                        10.0 / speed
-                    )
-                })
-                .collect();
-            std::fs::write(
-                build.join("performance_report.json"),
-                format!("[{}]", cases.join(",")),
-            )
-            .unwrap();
-            gates.push_str("performance 0\n");
+        let gate = if name.starts_with("perf") || name == "performance" {
+            "performance"
+        } else if name.ends_with("compile") {
+            "compile"
+        } else {
+            "correctness"
+        };
+        let ok = match gate {
+            "compile" => k.get("compile").map(String::as_str) != Some("fail"),
+            "correctness" => k.get("correct").map(String::as_str) != Some("fail"),
+            _ => true,
+        };
+        if let Some(dst) = step["reports"].as_str() {
+            let dir = out.join(dst);
+            if gate == "performance" {
+                let speed: f64 = k.get("speed").and_then(|v| v.parse().ok()).unwrap_or(1.0);
+                let cases: Vec<String> = (1..=3)
+                    .map(|i| {
+                        format!(
+                            r#"{{"test_case_id":"perf{i}","execution_time_ms":{}}}"#,
+                            10.0 / speed
+                        )
+                    })
+                    .collect();
+                std::fs::create_dir_all(&dir).unwrap();
+                std::fs::write(
+                    dir.join("performance_report.json"),
+                    format!("[{}]", cases.join(",")),
+                )
+                .unwrap();
+            } else {
+                report(&dir, gate, ok);
+            }
+        }
+        gates.push_str(&format!("{name} {}\n", if ok { 0 } else { 1 }));
+        commands.push(serde_json::json!({"step": name, "index": 0, "exit": if ok { 0 } else { 1 }, "wall_s": 0.5}));
+        if !ok && !step["go_on"].as_bool().unwrap_or(false) {
+            break;
         }
     }
     std::fs::write(out.join("gates"), gates).unwrap();
+    let mut record =
+        serde_json::json!({"mode": "self_reported", "commands": commands, "reports": {}});
+    if job.get("floor").is_some() {
+        record["floor"] = serde_json::json!({"cpu_call_ms": 3e-5, "gpu": null});
+    }
+    std::fs::write(out.join("evaluator.json"), record.to_string()).unwrap();
     p.print("evaluator done\n");
     0
 }
@@ -231,6 +279,7 @@ impl Fixture {
             run_dir: self.root().join(out),
             hidden_set: None,
             memory: None,
+            perf_pairs: None,
         }
     }
 }

@@ -308,6 +308,13 @@ pub struct RunArgs {
     /// 16GiB). Recorded with the run.
     #[arg(long, value_name = "SIZE", value_parser = parse_size)]
     pub memory: Option<u64>,
+    /// Rounds of paired performance runs for tasks whose harness is their own: the original
+    /// kernel and the agent's each run the performance command this many times, interleaved
+    /// in one evaluator (default 6, the fewest whose range is a 95% interval). 0: the agent's
+    /// kernel timed once, alone, against the baseline evaluation (AgentKernelArena's way).
+    /// Recorded with the run.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(0..=100))]
+    pub perf_pairs: Option<u32>,
     /// Where task runs run: `local` (a runner on this machine, or --runner) or `slurm` (one
     /// sbatch job per task run; the run directory, store and agent file must be on a
     /// filesystem every node sees).

@@ -1,19 +1,28 @@
-"""The gates of a task whose harness is its own (self-reported): python3 -I -B gates.py JOB.json
+"""The gates of a task whose harness is its own (self-reported): python3 -I -S -B gates.py JOB.json
 
-Runs as the evaluator container's first process. Each step's commands run through `sh -c`,
-from the step's directory, as the harness user (no capabilities, its own scratch as HOME),
-each under its gate's timeout, with every process of that user killed when it runs out. The
-steps run in order and stop at the first that fails (unless the step says to go on). What
-the harness reports is copied — regular files only, capped, never through a link — to where
-only this process writes, with the exit code and the wall time of every command by this
-process's clock: the times the harness reports are the harness's word, checked against it.
+Runs as the evaluator container's first process (root, with only the capabilities to start
+and stop other users' processes). Each kernel gets a tree of its own: a copy of the image's
+pristine task (`/task`), the agent's sources laid over the candidate's, on a sized file system
+whose files the kernel's user can read but not replace (it may add files; `build/` is its
+own). Each step's commands run through `sh -c` in its tree as that kernel's user, each under
+its gate's timeout; every process of that user is killed when a step ends, and what it left in
+the shared /tmp and /dev/shm is removed, so that nothing of one kernel's run reaches the
+other's. The steps run in order and stop at the first that fails (unless it says to go on).
+
+What the harness reports is copied — regular files only, capped, never through a link — to
+where only this process writes, with the exit code and the wall time of every command by this
+process's clock, and (where asked) the commands' output, capped: the times the harness
+reports are the harness's word, checked against these.
 """
+import collections
 import json
 import os
+import shutil
 import signal
 import stat
 import subprocess
 import sys
+import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -21,23 +30,75 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import jail  # noqa: E402
 
 REPORT_CAP = 4 << 20
-REPORTS = ("compile_report.json", "correctness_report.json", "performance_report.json")
+CAPTURE_CAP = 1 << 20
+# The harness's reports: the AgentKernelArena convention's three under build/, then the
+# other places AKA's evaluator looks for a performance report, in its order. The copies keep
+# these names with '/' made '-' (build/ itself is flat).
+GATE_REPORTS = ("compile_report.json", "correctness_report.json", "performance_report.json")
+PERF_ELSEWHERE = ("performance_report.json", "build/perf_report.json", "perf_report.json",
+                  "perf/benchmark_results.json")
+ALL_REPORTS = tuple(f"build/{n}" for n in GATE_REPORTS) + PERF_ELSEWHERE
+SHARED_TMP = ("/tmp", "/dev/shm")
 
-
-def copy_report(src_dir, name, dst_dir):
-    """Copies src_dir/name to dst_dir if it is a regular file of at most REPORT_CAP bytes."""
+# Run as a kernel's user after each of its steps: its reports (copied by then) and whatever it
+# left in the shared temporary directories go. It can only remove what that user may.
+CLEANER = r"""
+import os, shutil, sys
+uid = os.getuid()
+for rel in sys.argv[2:]:
     try:
-        dfd = os.open(src_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+        os.unlink(os.path.join(sys.argv[1], rel))
+    except (FileNotFoundError, NotADirectoryError):
+        pass
+    except IsADirectoryError:
+        shutil.rmtree(os.path.join(sys.argv[1], rel), ignore_errors=True)
     except OSError:
-        return "missing"
+        pass
+for d in ("/tmp", "/dev/shm"):
     try:
-        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=dfd)
-    except FileNotFoundError:
+        names = os.listdir(d)
+    except OSError:
+        continue
+    for n in names:
+        p = os.path.join(d, n)
+        try:
+            st = os.lstat(p)
+        except OSError:
+            continue
+        if st.st_uid != uid:
+            continue
+        try:
+            if os.path.isdir(p) and not os.path.islink(p):
+                shutil.rmtree(p, ignore_errors=True)
+            else:
+                os.unlink(p)
+        except OSError:
+            pass
+"""
+
+
+def open_beneath(root, rel, flags):
+    """Opens root/rel without following a link at any component below root."""
+    parts = [p for p in rel.split("/") if p]
+    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    try:
+        for p in parts[:-1]:
+            nfd = os.open(p, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
+            os.close(fd)
+            fd = nfd
+        return os.open(parts[-1], flags | os.O_NOFOLLOW, dir_fd=fd)
+    finally:
+        os.close(fd)
+
+
+def copy_report(tree, rel, dst_dir, name):
+    """Copies tree/rel to dst_dir/name if it is a regular file of at most REPORT_CAP bytes."""
+    try:
+        fd = open_beneath(tree, rel, os.O_RDONLY | os.O_NONBLOCK)
+    except (FileNotFoundError, NotADirectoryError):
         return "missing"
     except OSError as e:
         return f"refused: {e.strerror}"
-    finally:
-        os.close(dfd)
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
@@ -49,29 +110,171 @@ def copy_report(src_dir, name, dst_dir):
             return "refused: too large"
     finally:
         os.close(fd)
-    tmp = os.path.join(dst_dir, name + ".tmp")
-    with open(tmp, "wb") as f:
-        f.write(data)
-    os.replace(tmp, os.path.join(dst_dir, name))
+    write_file(os.path.join(dst_dir, name), data)
     return "copied"
 
 
-def run_command(cmd, job, cwd, timeout):
-    """One command as the harness user; returns (exit code, wall seconds)."""
-    user = job["user"]
-    env = dict(job["env"])
-    t0 = time.monotonic()
-    p = jail.spawn(["/bin/sh", "-c", cmd], user["uid"], user["gid"], job.get("groups", []), env, cwd, [],
-                   quiet=bool(job.get("quiet")))
+def write_file(path, data):
+    tmp = path + ".tmp"
+    with open(tmp, "wb") as f:
+        f.write(data)
+    os.replace(tmp, path)
+
+
+def exists_beneath(tree, rel):
     try:
-        code = p.wait(timeout=timeout)
+        fd = open_beneath(tree, rel, os.O_RDONLY | os.O_NONBLOCK | os.O_PATH)
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+    except OSError:
+        return True  # a link or something unreadable where a report goes
+    os.close(fd)
+    return True
+
+
+def make_tree(job, tree):
+    """The kernel's tree: the image's task copied (its build/ and any report it ships left
+    out), the overlay's files laid over it; root's files, readable by the kernel's user."""
+    src = job["task_root"]
+    dst = tree["path"]
+    skip = set(ALL_REPORTS)
+    for dirpath, dirnames, filenames in os.walk(src):
+        rel_dir = os.path.relpath(dirpath, src)
+        rel_dir = "" if rel_dir == "." else rel_dir
+        if rel_dir == "":
+            # build/ is a file system of the kernel's user, mounted there already.
+            dirnames[:] = [d for d in dirnames if d != "build"]
+        for d in list(dirnames):
+            s = os.path.join(dirpath, d)
+            t = os.path.join(dst, rel_dir, d)
+            if os.path.islink(s):
+                os.symlink(os.readlink(s), t)
+                dirnames.remove(d)
+            else:
+                os.makedirs(t, mode=0o755, exist_ok=True)
+        for f in filenames:
+            rel = os.path.join(rel_dir, f)
+            if rel in skip:
+                continue
+            s = os.path.join(dirpath, f)
+            t = os.path.join(dst, rel)
+            if os.path.islink(s):
+                os.symlink(os.readlink(s), t)
+            else:
+                shutil.copyfile(s, t)
+                os.chmod(t, 0o755 if os.stat(s).st_mode & 0o111 else 0o644)
+    for o in tree.get("overlay", []):
+        t = os.path.join(dst, o["rel"])
+        os.makedirs(os.path.dirname(t), mode=0o755, exist_ok=True)
+        if os.path.lexists(t):
+            os.unlink(t)
+        shutil.copyfile(o["from"], t)
+        os.chmod(t, 0o644)
+
+
+def spawn_as(argv, step, job, cwd, capture):
+    user = step["user"]
+    env = dict(job["env"])
+    env.update(step.get("env", {}))
+    out = subprocess.PIPE if capture else (subprocess.DEVNULL if job.get("quiet") else None)
+    return jail.spawn(argv, user["uid"], user["gid"], job.get("groups", []), env, cwd, [],
+                      stdout=out, stderr=subprocess.STDOUT if capture else out)
+
+
+class Tail:
+    """Reads a process's output while it runs, keeping the last CAPTURE_CAP bytes (and passing
+    it on to this process's own output unless the job is quiet)."""
+
+    def __init__(self, stream, echo):
+        self.buf = collections.deque()
+        self.size = 0
+        self.total = 0
+        self.thread = threading.Thread(target=self._read, args=(stream, echo), daemon=True)
+        self.thread.start()
+
+    def _read(self, stream, echo):
+        while True:
+            chunk = stream.read1(65536) if hasattr(stream, "read1") else stream.read(65536)
+            if not chunk:
+                break
+            self.total += len(chunk)
+            if echo:
+                try:
+                    sys.stdout.buffer.write(chunk)
+                    sys.stdout.buffer.flush()
+                except OSError:
+                    pass
+            self.buf.append(chunk)
+            self.size += len(chunk)
+            while self.size - len(self.buf[0]) >= CAPTURE_CAP:
+                self.size -= len(self.buf.popleft())
+
+    def bytes(self):
+        self.thread.join(timeout=5)
+        data = b"".join(self.buf)
+        return data[-CAPTURE_CAP:]
+
+
+def run_command(cmd, step, job, capture):
+    """One command as the step's user; returns (exit code, wall seconds, output or None)."""
+    t0 = time.monotonic()
+    p = spawn_as(["/bin/sh", "-c", cmd], step, job, step["cwd"], capture)
+    tail = Tail(p.stdout, not job.get("quiet")) if capture else None
+    try:
+        code = p.wait(timeout=step["timeout"])
     except subprocess.TimeoutExpired:
         code = 137
+    wall = time.monotonic() - t0
     # Whatever the command left behind (a forked helper, a stopped child) goes too.
-    jail.kill_all(user["uid"])
+    jail.kill_all(step["user"]["uid"])
     if code < 0:
         code = 128 - code
-    return code, time.monotonic() - t0
+    return code, wall, tail.bytes() if tail else None
+
+
+def clean_after(step, job):
+    """As the step's user: its reports (copied by now) and its files in /tmp and /dev/shm.
+    Without site (-S): an image's Python that processes a large site-packages on every start
+    spent 0.4 s per step here on an H100 host, most of arena's own time in a task run."""
+    p = spawn_as([sys.executable, "-I", "-S", "-c", CLEANER, step["tree"], *ALL_REPORTS], step,
+                 dict(job, quiet=True), "/", False)
+    try:
+        p.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        pass
+    jail.kill_all(step["user"]["uid"])
+
+
+class Floor:
+    """The device's floor: how long the cheapest call on it takes, measured by floor.py as
+    a user of its own while the first steps run (it times nothing of theirs)."""
+
+    def __init__(self, job):
+        spec = job.get("floor")
+        self.result = None
+        self.proc = None
+        if not spec:
+            return
+        here = os.path.dirname(os.path.abspath(__file__))
+        env = dict(job["env"])
+        env.update({"HOME": "/tmp", "TMPDIR": "/tmp", "PYTHONDONTWRITEBYTECODE": "1"})
+        self.timeout = spec.get("timeout", 120)
+        self.uid = spec["user"]["uid"]
+        self.t0 = time.monotonic()
+        self.proc = jail.spawn([sys.executable, "-I", "-B", os.path.join(here, "floor.py")],
+                               self.uid, spec["user"]["gid"], job.get("groups", []), env, "/", [],
+                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+
+    def wait(self):
+        if self.proc is None or self.result is not None:
+            return self.result
+        try:
+            out, _ = self.proc.communicate(timeout=max(1, self.timeout - (time.monotonic() - self.t0)))
+            self.result = json.loads(out.decode().strip().splitlines()[-1])
+        except Exception as e:  # the probe is arena's, but the image's Python runs it
+            self.result = {"error": f"{type(e).__name__}: {str(e)[:200]}"}
+        jail.kill_all(self.uid)
+        return self.result
 
 
 class Deadline(Exception):
@@ -80,6 +283,47 @@ class Deadline(Exception):
 
 def _deadline(signum, frame):
     raise Deadline("the gate runner's deadline passed")
+
+
+def run_step(step, job, out, record, gates):
+    """Runs a step's commands in order; returns whether it passed."""
+    tree = step.get("tree")
+    keeps = bool(step.get("reports") or step.get("capture"))
+    if keeps and tree:
+        stale = [r for r in ALL_REPORTS if exists_beneath(tree, r)]
+        if stale:
+            gates.write(f"{step['name']} 97\n")
+            record["stale"] = {step["name"]: stale}
+            return False
+    failed, output = False, []
+    for i, cmd in enumerate(step["commands"]):
+        code, wall, text = run_command(cmd, step, job, bool(step.get("capture")))
+        if text is not None:
+            output.append(text)
+        record["commands"].append({"step": step["name"], "index": i, "exit": code, "wall_s": wall})
+        if code != 0:
+            gates.write(f"{step['name']} {code}\n")
+            failed = True
+            break
+    if step.get("reports") and tree:
+        dst = os.path.join(out, step["reports"])
+        os.makedirs(os.path.join(dst, "alt"), exist_ok=True)
+        for name in GATE_REPORTS:
+            record["reports"][f"{step['reports']}/{name}"] = copy_report(tree, f"build/{name}", dst, name)
+        for rel in PERF_ELSEWHERE:
+            alt = "alt/" + rel.replace("/", "-")
+            status = copy_report(tree, rel, dst, alt)
+            if status != "missing":
+                record["reports"][f"{step['reports']}/{alt}"] = status
+    if step.get("capture"):
+        path = os.path.join(out, step["capture"])
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        write_file(path, b"".join(output)[-CAPTURE_CAP:])
+    if tree and step.get("clean", True):
+        clean_after(step, job)
+    if not failed:
+        gates.write(f"{step['name']} 0\n")
+    return not failed
 
 
 def main(job_path):
@@ -91,37 +335,31 @@ def main(job_path):
     out = job["out"]
     record = {"mode": "self_reported", "commands": [], "reports": {}}
     gates = open(os.path.join(out, "gates"), "w", buffering=1)
+    floor = None
+    users = [s["user"]["uid"] for s in job["steps"]]
     try:
+        t = time.monotonic()
+        for tree in job.get("trees", []):
+            make_tree(job, tree)
+        record["setup_s"] = time.monotonic() - t
+        floor = Floor(job)
         for step in job["steps"]:
-            failed = False
-            for i, cmd in enumerate(step["commands"]):
-                code, wall = run_command(cmd, job, step["cwd"], step["timeout"])
-                record["commands"].append({"step": step["name"], "index": i, "exit": code, "wall_s": wall})
-                if code != 0:
-                    gates.write(f"{step['name']} {code}\n")
-                    failed = True
-                    break
-            if not failed:
-                gates.write(f"{step['name']} 0\n")
-            if step.get("reports"):
-                dst = os.path.join(out, step["reports"])
-                os.makedirs(dst, exist_ok=True)
-                src = job["build"]
-                for name in REPORTS:
-                    record["reports"][f"{step['reports']}/{name}"] = copy_report(src, name, dst)
-            if failed and not step.get("go_on"):
+            if step.get("floor_first") and floor.proc is not None:
+                record["floor"] = floor.wait()
+            if not run_step(step, job, out, record, gates) and not step.get("go_on"):
                 break
     except Deadline as e:
-        jail.kill_all(job["user"]["uid"])
+        for uid in set(users):
+            jail.kill_all(uid)
         record["deadline"] = str(e)
     except Exception as e:
         record["error"] = f"{type(e).__name__}: {e}"
         gates.write("setup 96\n")
     finally:
+        if floor is not None and floor.proc is not None:
+            record["floor"] = floor.wait()
         gates.close()
-        with open(os.path.join(out, "evaluator.json.tmp"), "w") as f:
-            json.dump(record, f, indent=1)
-        os.replace(os.path.join(out, "evaluator.json.tmp"), os.path.join(out, "evaluator.json"))
+        write_file(os.path.join(out, "evaluator.json"), json.dumps(record, indent=1).encode())
 
 
 if __name__ == "__main__":

@@ -17,10 +17,11 @@ import signal
 import subprocess
 import time
 
-def spawn(argv, uid, gid, groups, env, cwd, pass_fds, quiet=False):
+def spawn(argv, uid, gid, groups, env, cwd, pass_fds, quiet=False, stdout=None, stderr=None):
     """Starts a kernel process as `uid`:`gid` (with `groups`), in its own process group;
-    `quiet`: its output goes nowhere."""
-    out = subprocess.DEVNULL if quiet else None
+    `quiet`: its output goes nowhere; else `stdout`/`stderr` (default: this process's)."""
+    out = subprocess.DEVNULL if quiet else stdout
+    err = subprocess.DEVNULL if quiet else stderr
     return subprocess.Popen(
         argv,
         user=uid,
@@ -33,7 +34,7 @@ def spawn(argv, uid, gid, groups, env, cwd, pass_fds, quiet=False):
         process_group=0,
         stdin=subprocess.DEVNULL,
         stdout=out,
-        stderr=out,
+        stderr=err,
     )
 
 

@@ -19,7 +19,8 @@ fn cases_table(title: &str, base: &[PerfCase], cand: &[PerfCase], visible: bool)
     }
     let mut out = format!(
         "<table class=\"cases\"><caption>{}</caption><tr><th>case</th><th>shape</th>\
-         <th>original ms</th><th>candidate ms</th><th>ratio</th></tr>",
+         <th>original ms</th><th>candidate ms</th><th>ratio</th><th>95% interval</th>\
+         <th>pairs</th></tr>",
         esc(title)
     );
     for c in cand {
@@ -31,19 +32,31 @@ fn cases_table(title: &str, base: &[PerfCase], cand: &[PerfCase], visible: bool)
         let shape = c
             .extra
             .get("params")
-            .and_then(|p| p.get("shape"))
+            .map(|p| p.get("shape").unwrap_or(p))
             .filter(|_| visible)
             .map(|s| s.to_string())
             .unwrap_or_default();
-        let ratio = b.filter(|_| c.measured()).map(|b| b / c.execution_time_ms);
+        // Paired cases: the median ratio over the pairs, and its bootstrap interval.
+        let pairs = crate::stats::pairs(c).filter(|_| c.measured());
+        let ratio = match &pairs {
+            Some(p) => Some(crate::stats::pair_ratio(p)),
+            None => b.filter(|_| c.measured()).map(|b| b / c.execution_time_ms),
+        };
+        let interval = pairs
+            .as_ref()
+            .and_then(|_| crate::stats::speedup_interval(std::slice::from_ref(c)))
+            .map(|(lo, hi)| format!("{lo:.3}–{hi:.3}"))
+            .unwrap_or_default();
         let _ = write!(
             out,
-            "<tr><td>{}</td><td><code>{}</code></td>{}{}{}</tr>",
+            "<tr><td>{}</td><td><code>{}</code></td>{}{}{}<td>{}</td>{}</tr>",
             esc(&c.test_case_id),
             esc(&shape),
             num("original_ms", b, 4),
             num("candidate_ms", Some(c.execution_time_ms), 4),
             num("ratio", ratio, 3),
+            interval,
+            num("pairs", pairs.as_ref().map(|p| p.len() as f64), 0),
         );
     }
     out.push_str("</table>");
@@ -101,7 +114,8 @@ fn logs(r: &TaskResult, info: &PageInfo) -> String {
 pub(super) fn table(report: &Report, results: &[&TaskResult], info: &PageInfo) -> String {
     let mut out = String::from(
         "<table id=\"tasks\"><thead><tr><th>task</th><th>type</th><th>repeat</th><th>trust</th>\
-         <th>compiled</th><th>correct</th><th>speedup</th><th>95% interval</th><th>score</th>\
+         <th>compiled</th><th>correct</th><th>speedup</th><th>95% interval</th>\
+         <th>one sample (AKA)</th><th>score</th>\
          <th>why not scored higher</th><th>unseen quadrant</th><th>unseen speedup</th>\
          <th>logs</th><th>details</th></tr></thead><tbody>",
     );
@@ -154,7 +168,7 @@ pub(super) fn table(report: &Report, results: &[&TaskResult], info: &PageInfo) -
         let _ = write!(
             out,
             "<tr class=\"{}\" data-task=\"{}\"><td>{}</td><td>{}</td>{}<td>{}</td><td>{}</td><td>{}</td>\
-             {}<td>{}</td>{}<td>{}</td><td>{}</td>{}<td>{}</td>\
+             {}<td>{}</td>{}{}<td>{}</td><td>{}</td>{}<td>{}</td>\
              <td><details><summary>cases, digests</summary>{}</details></td></tr>",
             if s.correct { "pass" } else { "fail" },
             attr(r.task_id.as_str()),
@@ -166,6 +180,7 @@ pub(super) fn table(report: &Report, results: &[&TaskResult], info: &PageInfo) -
             if s.correct { "yes" } else { "no" },
             num("speedup", Some(s.speedup), 3),
             interval,
+            num("unpaired_speedup", s.unpaired_speedup, 3),
             num("score", Some(s.score), 1),
             esc(&reason),
             g.as_ref().map(|g| g.quadrant.as_str()).unwrap_or(""),

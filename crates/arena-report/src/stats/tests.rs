@@ -80,3 +80,48 @@ fn mean_interval_needs_two_values() {
     let (lo, hi) = mean_interval(&[1.0, 2.0, 3.0, 4.0]).unwrap();
     assert!(lo >= 1.0 && hi <= 4.0 && lo < 2.5 && hi > 2.5);
 }
+
+#[test]
+fn pairs_measured_in_shared_rounds_are_samples_of_rounds() {
+    // Two cases, three rounds; round 3's processes ran both cases 30% slow on one side.
+    let rounds = [(1.0, 1.0), (1.0, 1.0), (1.3, 1.0)];
+    let mk = |id: &str| {
+        let mut c = case(id, &rounds);
+        c.extra
+            .insert("paired_by".into(), serde_json::json!("round"));
+        c
+    };
+    assert_eq!(round_ratios(&[mk("a"), mk("b")]), Some(vec![1.0, 1.0, 1.3]));
+    // Pairs measured apart are not rounds; unequal pair counts cannot be.
+    assert_eq!(
+        round_ratios(&[case("a", &rounds), case("b", &rounds)]),
+        None
+    );
+    let mut short = mk("c");
+    short.extra.insert(
+        "pairs_ms".into(),
+        serde_json::json!([[1.0, 1.0], [1.0, 1.0]]),
+    );
+    assert_eq!(round_ratios(&[mk("a"), short]), None);
+    // Three rounds hold no 95% interval: their range (75%).
+    assert_eq!(speedup_interval(&[mk("a"), mk("b")]), Some((1.0, 1.3)));
+}
+
+#[test]
+fn the_median_interval_is_exact_for_few_rounds() {
+    // [min, max] of n values misses the median with probability 2^(1−n).
+    assert!((median_coverage(5, 1) - 0.9375).abs() < 1e-12);
+    assert!((median_coverage(6, 1) - 0.96875).abs() < 1e-12);
+    // 10 values: [x(2), x(9)] covers 1 − 2·11/1024 = 97.85%, [x(3), x(8)] 89.06%.
+    assert!((median_coverage(10, 2) - (1.0 - 22.0 / 1024.0)).abs() < 1e-12);
+    assert!((median_coverage(10, 3) - (1.0 - 2.0 * 56.0 / 1024.0)).abs() < 1e-12);
+    let xs: Vec<f64> = (1..=10).map(f64::from).collect();
+    assert_eq!(median_interval(&xs, 0.95), (2.0, 9.0));
+    assert_eq!(median_interval(&xs, 0.999), (1.0, 10.0));
+    assert_eq!(
+        median_interval(&xs[..5], 0.95),
+        (1.0, 5.0),
+        "too few: the range"
+    );
+    assert_eq!(median_interval(&[4.0], 0.95), (4.0, 4.0));
+}

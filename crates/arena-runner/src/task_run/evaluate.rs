@@ -4,10 +4,14 @@
 //! [`Evaluation`]. The candidate phase stages the agent's declared sources first; sources the
 //! evaluator refuses to take fail the candidate, with the reason, and no container sees them.
 
+use arena_eval::aka_perf::Side;
+use arena_eval::collect::read_codes;
+use arena_eval::cross_check::device_floor_ms;
+use arena_eval::paired::{self, PairedPlan};
 use arena_eval::record::{Evaluation, GateReport, GateStatus};
-use arena_eval::self_reported::REPORTS;
+use arena_eval::self_reported::{Overlay, CANDIDATE_SOURCES, REPORTS};
 use arena_eval::sources::StagedSource;
-use arena_eval::{collect, stage_sources, GateTimeouts, GatesJob};
+use arena_eval::{collect, stage_sources, GateTimeouts, GatesJob, Reading};
 use arena_proto::v1::EventKind;
 use arena_run::events::Detail;
 use arena_runtime::{BindMount, RunOutcome};
@@ -15,6 +19,7 @@ use arena_runtime::{BindMount, RunOutcome};
 use super::self_reported::SelfReportedRun;
 use super::trusted::TrustedRun;
 use super::TaskRun;
+use crate::device_state;
 use crate::error::Result;
 use arena_eval::trusted::{Role, BASELINE, CANDIDATE};
 
@@ -24,6 +29,8 @@ pub(crate) struct Phase {
     pub outcome: RunOutcome,
     /// The trusted evaluator's own record (its seed, warnings, gate times), where it ran.
     pub record: Option<serde_json::Value>,
+    /// The accelerator's state while it ran (a real GPU's only).
+    pub device: Option<arena_run::result::DeviceWindow>,
 }
 
 /// The candidate phase: what the evaluator made of the agent's sources.
@@ -90,8 +97,20 @@ pub(crate) fn gate_label(phase: &str, gate: &str) -> String {
 }
 
 impl TaskRun<'_> {
-    /// One gated evaluation by the task's own commands in a fresh evaluator container, with
-    /// an event per gate reached.
+    /// The task's files' size: each kernel's tree holds a copy.
+    pub(crate) fn task_bytes(&self) -> Result<u64> {
+        Ok(arena_task::task_tree(&self.task.dir)?
+            .iter()
+            .map(|e| match e.kind {
+                arena_task::EntryKind::File { size, .. } => size,
+                _ => 0,
+            })
+            .sum())
+    }
+
+    /// One gated evaluation by the task's own commands in a fresh evaluator container: the
+    /// original kernel (no `sources`) or the agent's (its sources bound over the image's
+    /// task), in its tree as its user, with an event per gate reached.
     pub(crate) async fn evaluate(
         &self,
         phase: &str,
@@ -99,13 +118,19 @@ impl TaskRun<'_> {
         extra_binds: &[BindMount],
         event: EventKind,
     ) -> Result<Phase> {
+        let (role, side) = if sources.is_empty() {
+            (BASELINE, Side::Baseline)
+        } else {
+            (CANDIDATE, Side::Candidate)
+        };
         let timeouts = GateTimeouts::for_task(&self.task.config);
         let mut job = GatesJob::gates(
             &self.task.config,
             &timeouts,
-            arena_eval::layout::TASK_ROOT,
             &self.env,
             self.groups(),
+            role,
+            self.task_bytes()?,
         );
         job.quiet = phase.starts_with("unseen");
         let limit = job.limit_s();
@@ -114,6 +139,7 @@ impl TaskRun<'_> {
                 phase,
                 job,
                 sources,
+                sources_apart: false,
                 extra_binds,
             })
             .await?;
@@ -121,12 +147,91 @@ impl TaskRun<'_> {
             .outcome
             .timed_out
             .then(|| format!("evaluator timed out after {limit} s"));
-        let evaluation = collect(&r.out, &r.out.join(REPORTS), note.as_deref());
+        let how = Reading {
+            task_type: self.task.config.task_type.as_str(),
+            side,
+        };
+        let evaluation = collect(&r.out, &r.out.join(REPORTS), note.as_deref(), how);
         self.gate_events(phase, &evaluation, event);
         Ok(Phase {
             evaluation,
             outcome: r.outcome,
             record: Some(r.record),
+            device: None,
+        })
+    }
+
+    /// The agent's kernel and the original in one evaluator container, their performance
+    /// runs interleaved in `pairs` rounds of a balanced random order (arena_eval::paired):
+    /// the candidate's gates, and its cases paired with the original's.
+    pub(crate) async fn evaluate_paired(
+        &self,
+        phase: &str,
+        staged: &[StagedSource],
+        pairs: u32,
+        event: EventKind,
+    ) -> Result<Phase> {
+        let mut seed = [0u8; 8];
+        getrandom::fill(&mut seed).expect("the kernel's random source is available");
+        let plan = PairedPlan::new(pairs, u64::from_le_bytes(seed));
+        let overlay = staged
+            .iter()
+            .map(|s| {
+                let rel = s.rel.trim_start_matches("./").to_string();
+                Overlay {
+                    from: format!("{CANDIDATE_SOURCES}/{rel}"),
+                    rel,
+                }
+            })
+            .collect();
+        let timeouts = GateTimeouts::for_task(&self.task.config);
+        let job = GatesJob::paired(
+            &self.task.config,
+            &timeouts,
+            &self.env,
+            self.groups(),
+            &plan,
+            overlay,
+            self.task_bytes()?,
+        );
+        let limit = job.limit_s();
+        let mut r = self
+            .self_reported(SelfReportedRun {
+                phase,
+                job,
+                sources: staged,
+                sources_apart: true,
+                extra_binds: &[],
+            })
+            .await?;
+        let note = r
+            .outcome
+            .timed_out
+            .then(|| format!("evaluator timed out after {limit} s"));
+        let codes = read_codes(&r.out);
+        let mut evaluation =
+            arena_eval::collect::gates(&codes, &r.out.join(REPORTS), note.as_deref());
+        paired::fill(
+            &mut evaluation,
+            &r.out,
+            &codes,
+            &plan,
+            self.task.config.task_type.as_str(),
+            note.as_deref(),
+        );
+        evaluation.device_floor_ms = r.record.get("floor").and_then(device_floor_ms);
+        if let Some(rec) = r.record.as_object_mut() {
+            rec.insert(
+                "plan".into(),
+                serde_json::to_value(&plan).unwrap_or_default(),
+            );
+        }
+        self.gate_events(phase, &evaluation, event);
+        Ok(Phase {
+            evaluation,
+            outcome: r.outcome,
+            record: Some(r.record),
+            device: None,
         })
     }
 
@@ -149,10 +254,36 @@ impl TaskRun<'_> {
         staged: Option<&[StagedSource]>,
         event: EventKind,
     ) -> Result<Phase> {
+        let watch = device_state::reader_for(self.gpu)
+            .map(|reader| device_state::watch(reader, device_state::EVERY));
+        let mut p = self.evaluate_kernels_unwatched(phase, staged, event).await;
+        if let Some(w) = watch {
+            let window = w.finish().await;
+            for warning in &window.warnings {
+                tracing::warn!(phase, "{warning}");
+            }
+            if let Ok(p) = p.as_mut() {
+                p.device = Some(window);
+            }
+        }
+        p
+    }
+
+    async fn evaluate_kernels_unwatched(
+        &self,
+        phase: &str,
+        staged: Option<&[StagedSource]>,
+        event: EventKind,
+    ) -> Result<Phase> {
         if self.trusted_harness().is_none() {
-            return self
-                .evaluate(phase, staged.unwrap_or(&[]), &[], event)
-                .await;
+            let pairs = self.ctx.record.perf_pairs.unwrap_or(paired::DEFAULT_PAIRS);
+            return match staged {
+                Some(s) if pairs > 0 => self.evaluate_paired(phase, s, pairs, event).await,
+                _ => {
+                    self.evaluate(phase, staged.unwrap_or(&[]), &[], event)
+                        .await
+                }
+            };
         }
         let roles: &[Role] = if staged.is_some() {
             &[BASELINE, CANDIDATE]
@@ -172,17 +303,26 @@ impl TaskRun<'_> {
             .outcome
             .timed_out
             .then(|| format!("evaluator timed out after {} s", timeouts.total()));
-        let evaluation = collect(&t.out, &t.out, note.as_deref());
+        let evaluation = collect(&t.out, &t.out, note.as_deref(), Reading::default());
         self.gate_events(phase, &evaluation, event);
         Ok(Phase {
             evaluation,
             outcome: t.outcome,
             record: Some(t.record),
+            device: None,
         })
     }
 
     fn gate_events(&self, phase: &str, evaluation: &Evaluation, event: EventKind) {
+        // A harness's words on hidden configurations may name them: unseen phases tell
+        // only arena's own labels.
+        let unseen = phase.starts_with("unseen");
         let emit = |gate: &str, passed: bool, message: String| {
+            let message = if unseen && !message.is_empty() && !passed {
+                super::unseen::redact_error(&message)
+            } else {
+                message
+            };
             self.ctx.events.emit(
                 event,
                 Some(self.item),
@@ -204,13 +344,14 @@ impl TaskRun<'_> {
             }
         }
         if evaluation.correct() {
-            let ok = !evaluation.performance.is_empty()
+            let ok = evaluation.performance_error.is_none()
+                && !evaluation.performance.is_empty()
                 && evaluation.performance.iter().all(|c| c.measured());
-            emit(
-                "performance",
-                ok,
-                format!("{} cases", evaluation.performance.len()),
-            );
+            let message = match &evaluation.performance_error {
+                Some(why) => why.clone(),
+                None => format!("{} cases", evaluation.performance.len()),
+            };
+            emit("performance", ok, message);
         }
     }
 
@@ -286,11 +427,11 @@ impl TaskRun<'_> {
                     },
                 );
                 Ok(Candidate {
-                    evaluation: Evaluation {
-                        compile: GateReport::new(GateStatus::Fail, Some(why.clone())),
-                        correctness: GateReport::new(GateStatus::Skipped, None),
-                        performance: Vec::new(),
-                    },
+                    evaluation: Evaluation::new(
+                        GateReport::new(GateStatus::Fail, Some(why.clone())),
+                        GateReport::new(GateStatus::Skipped, None),
+                        Vec::new(),
+                    ),
                     phase: None,
                     staged: None,
                     refused: Some(why),

@@ -7,10 +7,13 @@
 
 mod agent;
 mod baseline;
+mod breakdown;
 #[cfg(test)]
 mod edge_tests;
 mod evaluate;
 mod image;
+#[cfg(test)]
+mod paired_tests;
 mod result;
 mod self_reported;
 #[cfg(test)]

@@ -6,6 +6,8 @@ use std::path::Path;
 
 use arena_digest::Digest;
 use arena_eval::cross_check::{cross_check, CrossCheck, Verdict};
+use arena_eval::paired::{self, median_wall};
+use arena_eval::record::PerfCase;
 use arena_run::result::{
     ContainerRecord, GpuRecord, Provenance, TaskResult, Timings, Trust, UnseenResult,
 };
@@ -60,17 +62,37 @@ fn performance_wall_s(record: &serde_json::Value) -> Option<f64> {
 
 impl TaskRun<'_> {
     /// The candidate's self-reported times against arena's clock (None: a wall time is
-    /// missing, which happens only if a gate runner failed).
+    /// missing, which happens only if a gate runner failed). A paired evaluation is checked
+    /// against its own runs: the median wall time of each kernel's performance runs, and the
+    /// original's paired medians as the baseline's cases.
     fn cross_check(&self, baseline: &Phase, candidate: Option<&Phase>) -> Option<CrossCheck> {
-        let base_wall = performance_wall_s(baseline.record.as_ref()?)?;
         let cand = candidate?;
+        let calls = arena_task::iterations::calls_per_case(&self.task.dir, &self.task.config);
+        let floor = cand.evaluation.device_floor_ms;
+        let (base_walls, cand_walls) = paired::run_walls(cand.record.as_ref()?);
+        if let (Some(bw), Some(cw)) = (median_wall(&base_walls), median_wall(&cand_walls)) {
+            let base: Vec<PerfCase> = cand
+                .evaluation
+                .performance
+                .iter()
+                .filter_map(|c| {
+                    let b = c.extra.get("baseline_ms")?.as_f64()?;
+                    Some(PerfCase::new(&c.test_case_id, b))
+                })
+                .collect();
+            let mut check = cross_check(&base, bw, &cand.evaluation.performance, cw, calls, floor);
+            check.runs_per_kernel = Some(cand_walls.len());
+            return Some(check);
+        }
+        let base_wall = performance_wall_s(baseline.record.as_ref()?)?;
         let cand_wall = performance_wall_s(cand.record.as_ref()?)?;
         Some(cross_check(
             &baseline.evaluation.performance,
             base_wall,
             &cand.evaluation.performance,
             cand_wall,
-            arena_task::iterations::calls_per_case(&self.task.dir, &self.task.config),
+            calls,
+            floor,
         ))
     }
 
@@ -140,7 +162,17 @@ impl TaskRun<'_> {
         }
         result.unseen = p.unseen;
         result.provenance = Some(self.provenance(&p.agent.image)?);
-        result.timings = Some(p.timings);
+        for (phase, window) in [
+            ("baseline", &p.baseline.device),
+            (
+                "candidate",
+                &p.candidate.phase.as_ref().and_then(|c| c.device.clone()),
+            ),
+        ] {
+            if let Some(w) = window {
+                result.device.insert(phase.into(), w.clone());
+            }
+        }
         result.gpu = Some(GpuRecord {
             index: self.gpu.index,
             kind: self.gpu.kind.clone(),
@@ -158,6 +190,13 @@ impl TaskRun<'_> {
                 .insert("candidate".into(), container_record(root, &c.outcome));
         }
         result.candidate_refused = p.candidate.refused;
+        let mut timings = p.timings;
+        timings.breakdown = Some(super::breakdown::breakdown(
+            &timings,
+            &result.containers,
+            &result.evaluators,
+        ));
+        result.timings = Some(timings);
         result.extra.insert(
             "agent".into(),
             serde_json::json!({ "name": ctx.agent.name }),

@@ -1,16 +1,18 @@
 //! The evaluator container of a task whose harness is its own: arena's gate runner (root,
 //! with only the capabilities to start and stop another user's processes) runs the task's
-//! commands as the harness user, from the image's task on a read-only root, the agent's
-//! sources bound read-only over the task's files. The harness writes only its `build/` and
-//! its scratch, both sized; the runner copies its reports, and the wall time of every command
-//! by its own clock, where only the runner writes.
+//! commands as each kernel's user, in each kernel's copy of the image's task, on a read-only
+//! root. A kernel writes only its own sized file systems (its tree's additions, `build/`, its
+//! scratch); the runner copies the reports, and the wall time of every command by its own
+//! clock, where only the runner writes. In a single evaluation the agent's sources are bound
+//! read-only over the image's task (the copy takes them); in a paired one the image's task
+//! stays pristine for the original and the sources are bound apart, for the candidate's tree.
 
 use std::collections::BTreeSet;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use arena_eval::layout::{self, OUT_DIR};
-use arena_eval::self_reported::{GatesJob, HARNESS_SCRATCH, HARNESS_UID, VIEWS};
+use arena_eval::self_reported::{GatesJob, CANDIDATE_SOURCES, VIEWS};
 use arena_eval::sources::StagedSource;
 use arena_eval::trusted;
 use arena_eval::untrusted::read_text_beneath;
@@ -20,15 +22,14 @@ use arena_task::EntryKind;
 use super::{bind, TaskRun};
 use crate::error::{Result, RunnerError};
 
-/// Size of the harness's `build/` and of its scratch.
-const BUILD_BYTES: u64 = 256 << 20;
-const SCRATCH_BYTES: u64 = 2 << 30;
-
 /// One self-reported evaluator container.
 pub(crate) struct SelfReportedRun<'a> {
     pub phase: &'a str,
     pub job: GatesJob,
     pub sources: &'a [StagedSource],
+    /// Where the sources go: over the image's task (false), or apart for a paired job's
+    /// candidate tree (true).
+    pub sources_apart: bool,
     pub extra_binds: &'a [BindMount],
 }
 
@@ -99,7 +100,9 @@ impl TaskRun<'_> {
             .map_err(io(&job_file))?;
 
         let gates = format!("{}/gates.py", trusted::DIR);
-        let mut cfg = ContainerConfig::command(&["python3", "-I", "-B", &gates, trusted::JOB]);
+        // The standard library is all the gate runner needs: no site-packages on its start.
+        let mut cfg =
+            ContainerConfig::command(&["python3", "-I", "-S", "-B", &gates, trusted::JOB]);
         cfg.env = arena_runtime::spec::merge_env(&self.env);
         cfg.cwd = "/".into();
         cfg.network = Network::None;
@@ -112,31 +115,30 @@ impl TaskRun<'_> {
         cfg.limits = self.limits();
         cfg.seccomp = arena_runtime::seccomp::Profile::Evaluator;
         cfg.capabilities = vec!["CAP_SETUID".into(), "CAP_SETGID".into(), "CAP_KILL".into()];
-        cfg.tmpfs = vec![
-            // Readable by the runner (it copies the reports); written by the harness alone.
-            Tmpfs {
-                destination: arena_eval::self_reported::build_dir(),
-                bytes: BUILD_BYTES,
-                mode: 0o755,
-                uid: HARNESS_UID,
-                gid: HARNESS_UID,
-            },
-            Tmpfs {
-                destination: HARNESS_SCRATCH.into(),
-                bytes: SCRATCH_BYTES,
-                mode: 0o700,
-                uid: HARNESS_UID,
-                gid: HARNESS_UID,
-            },
-        ];
+        cfg.tmpfs = r
+            .job
+            .spaces
+            .iter()
+            .map(|sp| Tmpfs {
+                destination: sp.destination.clone(),
+                bytes: sp.bytes,
+                mode: sp.mode,
+                uid: sp.uid,
+                gid: sp.gid,
+            })
+            .collect();
         cfg.binds = vec![
             bind(&code, trusted::DIR, true),
             bind(&out, OUT_DIR, false),
             bind(&job_file, trusted::JOB, true),
         ];
         for s in r.sources {
-            cfg.binds
-                .push(bind(&s.host, &layout::source_path(&s.rel), true));
+            let at = if r.sources_apart {
+                format!("{CANDIDATE_SOURCES}/{}", s.rel.trim_start_matches("./"))
+            } else {
+                layout::source_path(&s.rel)
+            };
+            cfg.binds.push(bind(&s.host, &at, true));
         }
         cfg.binds.extend(r.extra_binds.iter().cloned());
         let outcome = ctx

@@ -147,19 +147,30 @@ async fn evaluators_never_see_the_workspace_only_the_staged_sources_read_only() 
         }
     }
     let cand = f.specs("candidate").remove(0);
-    let k = bind_of(&cand, "/task/source/k.py").unwrap();
+    // Paired: the image's task stays the original's; the agent's sources come in apart.
+    let k = bind_of(&cand, "/arena/candidate/source/k.py").unwrap();
     assert!(k.readonly && k.source.ends_with("staged/candidate/source/k.py"));
+    assert!(bind_of(&cand, "/task/source/k.py").is_none());
     assert!(bind_of(&f.specs("baseline")[0], "/task/source/k.py").is_none());
     assert!(bind_of(&cand, "/arena/trusted").unwrap().readonly);
     assert!(bind_of(&cand, "/arena/job.json").unwrap().readonly);
     assert!(!bind_of(&cand, "/arena/out").unwrap().readonly);
     // The evaluator's root is read-only, its writable space sized, its privileges few.
     assert!(cand.config.readonly_rootfs);
-    assert!(cand
-        .config
-        .tmpfs
-        .iter()
-        .any(|t| t.destination == "/task/build" && t.bytes > 0));
+    for (dest, uid) in [
+        ("/arena/kernels/60002/build", 60002),
+        ("/arena/kernels/60001/build", 60001),
+        ("/scratch/60002", 60002),
+    ] {
+        assert!(
+            cand.config
+                .tmpfs
+                .iter()
+                .any(|t| t.destination == dest && t.bytes > 0 && t.uid == uid),
+            "{dest}: {:?}",
+            cand.config.tmpfs
+        );
+    }
     assert_eq!(
         cand.config.capabilities,
         ["CAP_SETUID", "CAP_SETGID", "CAP_KILL"]
@@ -239,13 +250,14 @@ async fn an_agent_that_fails_still_has_its_workspace_evaluated() {
 #[tokio::test(start_paused = true)]
 async fn an_evaluator_past_its_limit_fails_the_gates_it_never_reached() {
     let f = Fixture::new();
-    // 5 + 5 + 5 s of gates and a minute of margin: 100 s is past the limit.
-    let a = f.agent("slowkernel", "write:speed=2;sleep_ms=100000", "");
+    // 5 + 5 s of gates, 5 s to compile the original, 12 performance runs of 5 s, the floor
+    // probe's 120 s and a minute of margin: 1000 s is past the limit.
+    let a = f.agent("slowkernel", "write:speed=2;sleep_ms=1000000", "");
     f.run(&a, "out").await;
     let r = f.result("out", 0).unwrap();
     assert!(r.containers["candidate"].timed_out);
     let e = r.candidate.compile.error.unwrap();
-    assert!(e.contains("timed out after 75 s"), "{e}");
+    assert!(e.contains("timed out after 255 s"), "{e}");
 }
 
 #[tokio::test]

@@ -90,7 +90,11 @@ impl TaskRun<'_> {
         mode(&harness, 0o700)?;
         let kernels = dir.join("kernel");
         let sources = &self.task.config.source_file_path;
-        self.kernel_dir(&self.task.dir, sources, &kernels.join(BASELINE.name))?;
+        self.kernel_dir(
+            &self.task.dir,
+            sources,
+            &kernels.join(BASELINE.uid.to_string()),
+        )?;
         if let Some(staged) = r.candidate {
             // Each staged file is `<stage>/<rel>`: the stage is that many levels up.
             let stage_root = staged
@@ -103,7 +107,7 @@ impl TaskRun<'_> {
                 })
                 .unwrap_or_default();
             let rels: Vec<String> = staged.iter().map(|s| s.rel.clone()).collect();
-            self.kernel_dir(&stage_root, &rels, &kernels.join(CANDIDATE.name))?;
+            self.kernel_dir(&stage_root, &rels, &kernels.join(CANDIDATE.uid.to_string()))?;
         }
         let out = dir.join("out");
         std::fs::create_dir_all(&out).map_err(io(&out))?;
@@ -164,7 +168,7 @@ impl TaskRun<'_> {
         });
         for role in r.roles {
             cfg.tmpfs.push(Tmpfs {
-                destination: format!("{}/{}", trusted::SCRATCH, role.name),
+                destination: format!("{}/{}", trusted::SCRATCH, role.uid),
                 bytes: SCRATCH_BYTES,
                 mode: 0o700,
                 uid: role.uid,

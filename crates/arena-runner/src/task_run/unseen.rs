@@ -99,14 +99,14 @@ impl TaskRun<'_> {
 
 /// The evaluation of sources the evaluator refused to take.
 fn refused() -> Evaluation {
-    Evaluation {
-        compile: GateReport::new(
+    Evaluation::new(
+        GateReport::new(
             GateStatus::Fail,
             Some("the agent's sources were refused".into()),
         ),
-        correctness: GateReport::new(GateStatus::Skipped, None),
-        performance: Vec::new(),
-    }
+        GateReport::new(GateStatus::Skipped, None),
+        Vec::new(),
+    )
 }
 
 /// Every configuration counted as failed, by category.
@@ -125,15 +125,10 @@ pub(crate) fn redact(mut e: Evaluation) -> Evaluation {
     for g in [&mut e.compile, &mut e.correctness] {
         g.extra.clear();
         if let Some(err) = &g.error {
-            let ours = err
-                .strip_prefix("unseen configuration ")
-                .and_then(|rest| rest.split_once(": ").map(|(head, _)| head));
-            g.error = Some(match ours {
-                Some(head) => format!("unseen configuration {head}: failed"),
-                None => "failed".into(),
-            });
+            g.error = Some(redact_error(err));
         }
     }
+    e.performance_error = e.performance_error.as_deref().map(redact_error);
     for c in &mut e.performance {
         c.extra.clear();
         if c.execution_time_ms.is_finite() && c.execution_time_ms > 0.0 {
@@ -143,6 +138,18 @@ pub(crate) fn redact(mut e: Evaluation) -> Evaluation {
         }
     }
     e
+}
+
+/// What of an error of an unseen evaluation may be told: our own label of the configuration
+/// (index and category), never the harness's words.
+pub(crate) fn redact_error(err: &str) -> String {
+    let ours = err
+        .strip_prefix("unseen configuration ")
+        .and_then(|rest| rest.split_once(": ").map(|(head, _)| head));
+    match ours {
+        Some(head) => format!("unseen configuration {head}: failed"),
+        None => "failed".into(),
+    }
 }
 
 /// One kernel's evaluation on the unseen configurations, and the configurations it fails
@@ -281,6 +288,7 @@ impl UnseenEval<'_> {
                 phase,
                 job,
                 sources,
+                sources_apart: false,
                 extra_binds: &[views],
             })
             .await?;
@@ -349,9 +357,5 @@ fn merge_per_config(evals: Vec<Evaluation>, set: &TaskUnseen) -> Evaluation {
     } else {
         Vec::new()
     };
-    Evaluation {
-        compile,
-        correctness,
-        performance,
-    }
+    Evaluation::new(compile, correctness, performance)
 }

@@ -89,14 +89,7 @@ pub(crate) fn kernel_result(set: &TaskUnseen, rep: &UnseenReport, role: Role) ->
     } else {
         Vec::new()
     };
-    (
-        Evaluation {
-            compile,
-            correctness,
-            performance,
-        },
-        by,
-    )
+    (Evaluation::new(compile, correctness, performance), by)
 }
 
 impl TaskRun<'_> {

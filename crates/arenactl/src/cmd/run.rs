@@ -117,6 +117,7 @@ async fn run_async(args: RunArgs) -> anyhow::Result<Outcome> {
                 .transpose()?
                 .unwrap_or_default(),
             memory_bytes: args.memory.unwrap_or(0),
+            perf_pairs: args.perf_pairs,
         })
         .await
         .map_err(|s| anyhow::anyhow!("{}", s.message()))?

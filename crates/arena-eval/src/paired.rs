@@ -1,0 +1,276 @@
+//! Paired, interleaved performance for a self-reported harness: in one evaluator container,
+//! the original kernel and the agent's each run the task's performance command in rounds,
+//! in an order drawn from a seed and balanced (each two rounds hold one original-first and
+//! one candidate-first pair: ABBA…), so that neither kernel is systematically the one timed
+//! second (measured on an H100 as a ~1 % bias) and both share the same device state. Each
+//! round's cases are read as AgentKernelArena reads them; a case's times become pairs, its
+//! speedup the median ratio over the rounds, with a bootstrap interval (arena-report).
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+use crate::aka_perf::{read_run, Side};
+use crate::record::{Evaluation, PerfCase};
+use crate::trusted::{Role, BASELINE, CANDIDATE};
+
+/// Rounds of performance runs by default (twelve runs in all): the fewest whose range holds
+/// the median rounds' speedup at 95% (six: 96.9%; five: 93.75%; arena-report's
+/// `median_interval`).
+pub const DEFAULT_PAIRS: u32 = 6;
+
+/// The order of the rounds: `order[r]` is the kernel run first in round `r`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PairedPlan {
+    pub pairs: u32,
+    pub seed: u64,
+    /// Each round's two runs, in the order they run.
+    pub rounds: Vec<[String; 2]>,
+}
+
+impl PairedPlan {
+    /// `pairs` rounds from `seed`: in every two consecutive rounds one starts with each
+    /// kernel, which one first drawn from the seed (an odd last round is drawn alone).
+    pub fn new(pairs: u32, seed: u64) -> PairedPlan {
+        let mut rng = fastrand::Rng::with_seed(seed);
+        let ab = [BASELINE.name.to_string(), CANDIDATE.name.to_string()];
+        let ba = [CANDIDATE.name.to_string(), BASELINE.name.to_string()];
+        let mut rounds = Vec::with_capacity(pairs as usize);
+        while rounds.len() < pairs as usize {
+            let first_ab = rng.bool();
+            rounds.push(if first_ab { ab.clone() } else { ba.clone() });
+            if rounds.len() < pairs as usize {
+                rounds.push(if first_ab { ba.clone() } else { ab.clone() });
+            }
+        }
+        PairedPlan {
+            pairs,
+            seed,
+            rounds,
+        }
+    }
+
+    /// Every run, in order: (round, role).
+    pub fn runs(&self) -> impl Iterator<Item = (usize, &str)> {
+        self.rounds
+            .iter()
+            .enumerate()
+            .flat_map(|(r, pair)| pair.iter().map(move |role| (r, role.as_str())))
+    }
+}
+
+/// The step (and the directory of its copies under the out directory) of one run.
+pub fn run_name(round: usize, role: &str) -> String {
+    format!("perf{round}-{role}")
+}
+
+/// The step that compiles the original in its own tree before the rounds.
+pub const BASELINE_COMPILE: &str = "baseline-compile";
+
+fn median(xs: &[f64]) -> f64 {
+    let mut v = xs.to_vec();
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+fn role(name: &str) -> Role {
+    if name == BASELINE.name {
+        BASELINE
+    } else {
+        CANDIDATE
+    }
+}
+
+/// The performance gate of a paired evaluation, from the exit codes (`codes`, by step) and the
+/// runs' copies under `out`: the candidate's cases, each with its paired baseline median
+/// (`baseline_ms`), every round's pair (`pairs_ms`) and the candidate's samples; or why the
+/// gate failed. `note` explains a container that stopped early.
+pub fn collect_performance(
+    out: &Path,
+    codes: &BTreeMap<String, i32>,
+    plan: &PairedPlan,
+    task_type: &str,
+    note: Option<&str>,
+) -> Result<(Vec<PerfCase>, String), String> {
+    let reached = |step: &str| -> Result<(), String> {
+        match codes.get(step) {
+            Some(0) => Ok(()),
+            Some(97) => Err(format!(
+                "{step}: a report of an earlier run could not be removed"
+            )),
+            Some(code) => Err(format!("{step}: the command exited {code}")),
+            None => Err(format!(
+                "{step}: not reached ({})",
+                note.unwrap_or("the evaluator stopped before it")
+            )),
+        }
+    };
+    reached(BASELINE_COMPILE)
+        .map_err(|e| format!("the original kernel in the paired session: {e}"))?;
+    // case id → per round (baseline ms, candidate ms).
+    let mut order: Vec<String> = Vec::new();
+    let mut times: BTreeMap<String, BTreeMap<usize, [Option<f64>; 2]>> = BTreeMap::new();
+    let mut first: BTreeMap<String, PerfCase> = BTreeMap::new();
+    let mut source = String::new();
+    for (r, name) in plan.runs() {
+        let step = run_name(r, name);
+        let who = if name == BASELINE.name {
+            "the original kernel"
+        } else {
+            "the agent's kernel"
+        };
+        reached(&step).map_err(|e| format!("{who}, round {}: {e}", r + 1))?;
+        let side = if role(name) == BASELINE {
+            Side::Baseline
+        } else {
+            Side::Candidate
+        };
+        let run = read_run(&out.join("perf").join(&step), task_type, side)
+            .map_err(|e| format!("{who}, round {}: {e}", r + 1))?;
+        if side == Side::Candidate && source.is_empty() {
+            source = run.source.clone();
+        }
+        let slot = usize::from(side == Side::Candidate);
+        let mut seen = std::collections::BTreeSet::new();
+        for c in run.cases {
+            if !seen.insert(c.test_case_id.clone()) {
+                return Err(format!(
+                    "{who}, round {}: case `{}` appears twice",
+                    r + 1,
+                    c.test_case_id
+                ));
+            }
+            if !times.contains_key(&c.test_case_id) {
+                order.push(c.test_case_id.clone());
+            }
+            times
+                .entry(c.test_case_id.clone())
+                .or_default()
+                .entry(r)
+                .or_default()[slot] = Some(c.execution_time_ms);
+            if side == Side::Candidate {
+                first.entry(c.test_case_id.clone()).or_insert(c);
+            }
+        }
+    }
+    let mut cases = Vec::new();
+    for id in order {
+        let rounds = &times[&id];
+        let mut pairs = Vec::new();
+        let mut case = first
+            .remove(&id)
+            .unwrap_or_else(|| PerfCase::new(&id, -1.0));
+        let mut failed = None;
+        for r in 0..plan.rounds.len() {
+            match rounds.get(&r).copied().unwrap_or_default() {
+                [Some(b), Some(c)]
+                    if crate::record::is_measured(b) && crate::record::is_measured(c) =>
+                {
+                    pairs.push([b, c])
+                }
+                [Some(b), Some(c)] => {
+                    failed
+                        .get_or_insert(format!("round {}: original {b} ms, agent's {c} ms", r + 1));
+                }
+                [None, _] => {
+                    failed.get_or_insert(format!(
+                        "round {}: the original kernel's report lacks it",
+                        r + 1
+                    ));
+                }
+                [_, None] => {
+                    failed.get_or_insert(format!("round {}: the agent's report lacks it", r + 1));
+                }
+            }
+        }
+        if let Some(why) = failed {
+            case.execution_time_ms = -1.0;
+            case.extra.insert("error".into(), json!(why));
+        } else {
+            let b: Vec<f64> = pairs.iter().map(|p| p[0]).collect();
+            let c: Vec<f64> = pairs.iter().map(|p| p[1]).collect();
+            case.execution_time_ms = median(&c);
+            case.extra.insert("baseline_ms".into(), json!(median(&b)));
+            case.extra.insert("pairs_ms".into(), json!(pairs));
+            // Every case of a round comes from the same two processes: a process that runs
+            // slow slows all its cases. Intervals resample rounds, not each case's pairs.
+            case.extra.insert("paired_by".into(), json!("round"));
+        }
+        case.extra.insert(
+            "method".into(),
+            json!(format!(
+                "paired self-reported: the task's performance command, {} rounds of both kernels in balanced random order, one evaluator session",
+                plan.rounds.len()
+            )),
+        );
+        cases.push(case);
+    }
+    if cases.is_empty() {
+        return Err("no performance cases".into());
+    }
+    Ok((cases, source))
+}
+
+/// Wall seconds of each kernel's performance runs (by arena's clock), from the gate runner's
+/// record: (original's, agent's), in run order.
+pub fn run_walls(record: &serde_json::Value) -> (Vec<f64>, Vec<f64>) {
+    let (mut b, mut c) = (Vec::new(), Vec::new());
+    for cmd in record
+        .get("commands")
+        .and_then(|c| c.as_array())
+        .into_iter()
+        .flatten()
+    {
+        let (Some(step), Some(wall)) = (
+            cmd.get("step").and_then(|s| s.as_str()),
+            cmd.get("wall_s").and_then(|w| w.as_f64()),
+        ) else {
+            continue;
+        };
+        if !step.starts_with("perf") {
+            continue;
+        }
+        if step.ends_with(&format!("-{}", BASELINE.name)) {
+            b.push(wall);
+        } else if step.ends_with(&format!("-{}", CANDIDATE.name)) {
+            c.push(wall);
+        }
+    }
+    (b, c)
+}
+
+/// The median of wall seconds (for the cross-check), `None` if there are none.
+pub fn median_wall(walls: &[f64]) -> Option<f64> {
+    (!walls.is_empty()).then(|| median(walls))
+}
+
+/// Fills a paired evaluation's performance from what the container left.
+pub fn fill(
+    e: &mut Evaluation,
+    out: &Path,
+    codes: &BTreeMap<String, i32>,
+    plan: &PairedPlan,
+    task_type: &str,
+    note: Option<&str>,
+) {
+    if !e.correct() {
+        return;
+    }
+    match collect_performance(out, codes, plan, task_type, note) {
+        Ok((cases, source)) => {
+            e.performance = cases;
+            e.performance_source = Some(source);
+        }
+        Err(why) => e.performance_error = Some(why),
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,181 @@
+use super::*;
+use std::fs;
+
+#[test]
+fn every_two_rounds_start_once_with_each_kernel_and_the_seed_decides() {
+    for seed in 0..50 {
+        let p = PairedPlan::new(6, seed);
+        assert_eq!(p.rounds.len(), 6);
+        for two in p.rounds.chunks(2) {
+            assert_ne!(two[0][0], two[1][0], "seed {seed}: {:?}", p.rounds);
+            for r in two {
+                assert_ne!(r[0], r[1]);
+            }
+        }
+        assert_eq!(
+            p,
+            PairedPlan::new(6, seed),
+            "the plan is a function of its seed"
+        );
+    }
+    let firsts: std::collections::BTreeSet<String> = (0..50)
+        .map(|s| PairedPlan::new(2, s).rounds[0][0].clone())
+        .collect();
+    assert_eq!(firsts.len(), 2, "either kernel can go first");
+    assert_eq!(PairedPlan::new(3, 1).runs().count(), 6);
+    assert_eq!(run_name(2, "baseline"), "perf2-baseline");
+}
+
+/// Writes the copies of a run of `role` in round `r` with the cases' times.
+fn write_run(out: &Path, r: usize, role: &str, cases: &[(&str, f64)]) {
+    let dir = out.join("perf").join(run_name(r, role));
+    fs::create_dir_all(&dir).unwrap();
+    let list: Vec<serde_json::Value> = cases
+        .iter()
+        .map(|(id, ms)| json!({"test_case_id": id, "execution_time_ms": ms, "params": {"n": 1}}))
+        .collect();
+    fs::write(
+        dir.join("performance_report.json"),
+        serde_json::to_string(&list).unwrap(),
+    )
+    .unwrap();
+}
+
+fn all_passed(plan: &PairedPlan) -> BTreeMap<String, i32> {
+    let mut codes: BTreeMap<String, i32> =
+        [("compile", 0), ("correctness", 0), (BASELINE_COMPILE, 0)]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect();
+    for (r, role) in plan.runs() {
+        codes.insert(run_name(r, role), 0);
+    }
+    codes
+}
+
+#[test]
+fn rounds_become_pairs_per_case_with_the_medians() {
+    let d = tempfile::tempdir().unwrap();
+    let plan = PairedPlan::new(3, 7);
+    let base = [10.0, 11.0, 30.0];
+    let cand = [5.0, 5.5, 4.0];
+    for r in 0..3 {
+        write_run(
+            d.path(),
+            r,
+            "baseline",
+            &[("perf1", base[r]), ("perf2", 1.0)],
+        );
+        write_run(
+            d.path(),
+            r,
+            "candidate",
+            &[("perf1", cand[r]), ("perf2", 2.0)],
+        );
+    }
+    let (cases, source) =
+        collect_performance(d.path(), &all_passed(&plan), &plan, "triton2triton", None).unwrap();
+    assert_eq!(source, "build/performance_report.json");
+    assert_eq!(cases.len(), 2);
+    let c = &cases[0];
+    assert_eq!(c.test_case_id, "perf1");
+    assert_eq!(c.execution_time_ms, 5.0);
+    assert_eq!(c.extra["baseline_ms"], 11.0);
+    assert_eq!(
+        c.extra["pairs_ms"],
+        json!([[10.0, 5.0], [11.0, 5.5], [30.0, 4.0]])
+    );
+    assert_eq!(c.extra["params"]["n"], 1);
+    assert!(c.extra["method"].as_str().unwrap().contains("3 rounds"));
+    assert_eq!(cases[1].execution_time_ms, 2.0);
+    assert_eq!(cases[1].extra["baseline_ms"], 1.0);
+}
+
+#[test]
+fn a_case_failed_or_missing_in_any_round_fails_with_the_round_named() {
+    let d = tempfile::tempdir().unwrap();
+    let plan = PairedPlan::new(2, 1);
+    for r in 0..2 {
+        write_run(d.path(), r, "baseline", &[("perf1", 1.0), ("perf2", 1.0)]);
+    }
+    write_run(d.path(), 0, "candidate", &[("perf1", 1.0), ("perf2", 1.0)]);
+    write_run(d.path(), 1, "candidate", &[("perf1", -1.0)]);
+    let (cases, _) =
+        collect_performance(d.path(), &all_passed(&plan), &plan, "triton2triton", None).unwrap();
+    assert_eq!(cases[0].execution_time_ms, -1.0);
+    assert_eq!(
+        cases[0].extra["error"],
+        "round 2: original 1 ms, agent's -1 ms"
+    );
+    assert_eq!(cases[1].execution_time_ms, -1.0);
+    assert_eq!(
+        cases[1].extra["error"],
+        "round 2: the agent's report lacks it"
+    );
+    assert!(!cases[0].extra.contains_key("pairs_ms"));
+}
+
+#[test]
+fn a_run_that_failed_or_was_never_reached_fails_the_gate_by_name() {
+    let d = tempfile::tempdir().unwrap();
+    let plan = PairedPlan::new(2, 3);
+    for r in 0..2 {
+        write_run(d.path(), r, "baseline", &[("perf1", 1.0)]);
+        write_run(d.path(), r, "candidate", &[("perf1", 1.0)]);
+    }
+    let mut codes = all_passed(&plan);
+    codes.insert(run_name(1, "candidate"), 3);
+    let err = collect_performance(d.path(), &codes, &plan, "triton2triton", None).unwrap_err();
+    assert_eq!(
+        err,
+        "the agent's kernel, round 2: perf1-candidate: the command exited 3"
+    );
+    codes.remove(&run_name(1, "candidate"));
+    let err = collect_performance(d.path(), &codes, &plan, "x", Some("timed out after 99 s"))
+        .unwrap_err();
+    assert!(err.contains("not reached (timed out after 99 s)"), "{err}");
+    codes.insert(BASELINE_COMPILE.into(), 1);
+    let err = collect_performance(d.path(), &codes, &plan, "x", None).unwrap_err();
+    assert!(
+        err.starts_with("the original kernel in the paired session: baseline-compile"),
+        "{err}"
+    );
+    let mut codes = all_passed(&plan);
+    codes.insert(run_name(0, "baseline"), 97);
+    let err = collect_performance(d.path(), &codes, &plan, "x", None).unwrap_err();
+    assert!(err.contains("could not be removed"), "{err}");
+}
+
+#[test]
+fn a_report_missing_from_a_run_fails_the_gate_and_a_duplicate_case_too() {
+    let d = tempfile::tempdir().unwrap();
+    let plan = PairedPlan::new(1, 0);
+    write_run(d.path(), 0, "baseline", &[("perf1", 1.0)]);
+    let first = plan.rounds[0][0].clone();
+    let err = collect_performance(d.path(), &all_passed(&plan), &plan, "x", None).unwrap_err();
+    assert!(
+        err.contains("no performance report"),
+        "{err} ({first} first)"
+    );
+    write_run(d.path(), 0, "candidate", &[("perf1", 1.0), ("perf1", 2.0)]);
+    let err = collect_performance(d.path(), &all_passed(&plan), &plan, "x", None).unwrap_err();
+    assert!(err.contains("case `perf1` appears twice"), "{err}");
+}
+
+#[test]
+fn wall_times_by_kernel_from_the_record() {
+    let rec = json!({"commands": [
+        {"step": "compile", "wall_s": 9.0},
+        {"step": "perf0-candidate", "wall_s": 2.0},
+        {"step": "perf0-baseline", "wall_s": 3.0},
+        {"step": "perf1-baseline", "wall_s": 5.0},
+        {"step": "perf1-candidate", "wall_s": 4.0},
+        {"step": "perf2-candidate", "wall_s": 3.0},
+    ]});
+    let (b, c) = run_walls(&rec);
+    assert_eq!(b, [3.0, 5.0]);
+    assert_eq!(c, [2.0, 4.0, 3.0]);
+    assert_eq!(median_wall(&b), Some(4.0));
+    assert_eq!(median_wall(&c), Some(3.0));
+    assert_eq!(median_wall(&[]), None);
+}
