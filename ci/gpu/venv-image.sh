@@ -12,9 +12,15 @@
 #   ARENA_GPU_TASKS: task ids to run (default: two vLLM tasks); `none` runs nothing.
 #   ARENA_GPU_AGENT: the agent file (default ci/agents/noop.toml).
 #   ARENA_GPU_TWICE=0: leave out the second build into an empty store.
-#   ARENA_GPU_RUN_LIMIT: seconds after which the run is interrupted (what finished is kept).
+#   ARENA_GPU_RUN_LIMIT: seconds after which the run is interrupted (what finished is kept);
+#   ARENA_GPU_DEADLINE: the same, counted from the script's start.
 #   ARENA_GPU_WORK: where stores and the run go (default /tmp/arena-venv; kept, so that a
 #            second call on a machine still held reuses the first's store).
+#   ARENA_GPU_KEEP=1: a later call on the same machine: reuse the running containerd, the
+#            lockfile and the run directory (the same `arenactl run` resumes the run).
+#   ARENA_GPU_ARGS: more `arenactl run` arguments (e.g. "--perf-pairs 5").
+#   ARENA_GPU_RECIPE: the base recipe under images/ (default cuda-venv; cuda-host captures the
+#            same userland as raw directories, and builds in a third of the time).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 bin=$(cd "$1" && pwd)
@@ -22,6 +28,8 @@ out=$(mkdir -p "$2" && cd "$2" && pwd)
 tasks=${ARENA_GPU_TASKS:-vllm/triton_bincount vllm/triton_fla_l2norm}
 agent=${ARENA_GPU_AGENT:-ci/agents/noop.toml}
 twice=${ARENA_GPU_TWICE:-1}
+keep=${ARENA_GPU_KEEP:-0}
+recipe=${ARENA_GPU_RECIPE:-cuda-venv}
 work=${ARENA_GPU_WORK:-/tmp/arena-venv}
 arenactl=$bin/arenactl
 export ARENA_HOST_ROOT=/
@@ -44,28 +52,38 @@ du -sh "$venv" 2>/dev/null || true
 # new each time (an image of an earlier lock under the same name would be refused).
 if [ "$tasks" != none ]; then
   echo "== containerd"
-  for p in "$work"/containerd*/containerd.pid; do [ -f "$p" ] && kill "$(cat "$p")" 2>/dev/null || true; done
-  # A directory of its own: a run interrupted earlier may leave a container's rootfs mounted.
-  ctd=$work/containerd-$(date +%s)
-  sock=$(bash "$bin/start-containerd.sh" "$bin/containerd-bundle.tar.xz" "$ctd")
-  trap 'kill "$(cat "$ctd/containerd.pid")" 2>/dev/null || true' EXIT
+  ctd=$(cat "$work/containerd-current" 2>/dev/null || true)
+  if [ "$keep" = 1 ] && [ -n "$ctd" ] && kill -0 "$(cat "$ctd/containerd.pid" 2>/dev/null)" 2>/dev/null; then
+    sock=$ctd/containerd.sock
+    echo "reusing $sock"
+  else
+    for p in "$work"/containerd*/containerd.pid; do [ -f "$p" ] && kill "$(cat "$p")" 2>/dev/null || true; done
+    # A directory of its own: a run interrupted earlier may leave a container's rootfs mounted.
+    ctd=$work/containerd-$(date +%s)
+    sock=$(bash "$bin/start-containerd.sh" "$bin/containerd-bundle.tar.xz" "$ctd")
+    echo "$ctd" >"$work/containerd-current"
+  fi
+  # Left running: a later call (ARENA_GPU_KEEP=1) on this machine goes on with it.
 fi
 
 cat >"$work/sets.toml" <<TOML
 [[set]]
 name = "cuda-venv"
-recipe = "$root/images/cuda-venv.toml"
+recipe = "$root/images/$recipe.toml"
 tasks = "$bin/aka/triton2triton"
 task_types = ["triton2triton"]
 TOML
 
+if [ "$keep" = 1 ] && [ -f "$work/cuda-venv.lock" ]; then
+  echo "== keeping the lockfile of an earlier call"
+else
 echo "== lock the AKA triton2triton tasks on cuda-venv (store a)"
 t=$(now)
 ARENA_STORE=$work/a $arenactl lock --sets "$work/sets.toml" --set cuda-venv --out "$work/cuda-venv.lock" 2>&1 | tail -15
 echo "TIME lock $(since "$t")"
 cp "$work/cuda-venv.lock" "$out/"
-base=$(python3 -c 'import sys, tomllib; l = tomllib.load(open(sys.argv[1], "rb")); print(next(i["manifest"] for i in l["image"] if i["name"] == "cuda-venv"))' "$work/cuda-venv.lock")
-echo "base cuda-venv: $base"
+base=$(python3 -c 'import sys, tomllib; l = tomllib.load(open(sys.argv[1], "rb")); print(next(i["manifest"] for i in l["image"] if i["name"] == sys.argv[2]))' "$work/cuda-venv.lock" "$recipe")
+echo "base $recipe: $base"
 t=$(now)
 ARENA_STORE=$work/a $arenactl lock --sets "$work/sets.toml" --set cuda-venv --out "$work/relock.lock" >/dev/null 2>&1
 echo "TIME relock-unchanged $(since "$t")"
@@ -74,6 +92,7 @@ t=$(now)
 ARENA_STORE=$work/a $arenactl image verify --image-lock "$work/cuda-venv.lock" 2>&1 | tail -2
 echo "TIME verify $(since "$t")"
 du -sh "$work/a"
+fi
 
 if [ "$twice" = 1 ]; then
   echo "== the base again, into an empty store (b)"
@@ -90,38 +109,52 @@ fi
 echo "== run ($agent)"
 task_args=()
 for task in $tasks; do task_args+=(--tasks "$task"); done
-rm -rf "$work/run"
+[ "$keep" = 1 ] || rm -rf "$work/run"
 t=$(now)
 rc=0
-ARENA_STORE=$work/a timeout -s INT "${ARENA_GPU_RUN_LIMIT:-100000}" $arenactl run --image-lock "$work/cuda-venv.lock" --agent "$agent" --gpus nvidia:0 \
-  --containerd "$sock" "${task_args[@]}" --out "$work/run" || rc=$?
+limit=${ARENA_GPU_RUN_LIMIT:-100000}
+# ARENA_GPU_DEADLINE: seconds after this script's start by which the run stops (resumable).
+[ -n "${ARENA_GPU_DEADLINE:-}" ] && limit=$((ARENA_GPU_DEADLINE - SECONDS))
+echo "run limit ${limit} s"
+# shellcheck disable=SC2086
+ARENA_STORE=$work/a timeout -s INT "$limit" $arenactl run --image-lock "$work/cuda-venv.lock" --agent "$agent" --gpus nvidia:0 \
+  --containerd "$sock" "${task_args[@]}" --out "$work/run" ${ARENA_GPU_ARGS:-} || rc=$?
 echo "TIME run $(since "$t") rc=$rc"
 cp "$work/run/results.json" "$out/" 2>/dev/null || true
 tar -C "$work/run" -czf "$out/run-logs.tgz" --exclude='*/workspace/*' . 2>/dev/null || true
+$arenactl report "$work/run" --format md 2>/dev/null | head -40 || true
 python3 - "$out/results.json" <<'PY' || true
 import json, statistics, sys
 res = json.load(open(sys.argv[1]))
-print("| task | trust | gates (baseline / candidate) | speedup (mean of per-case ratios) | cases | containers s |")
-print("|---|---|---|---:|---:|---:|")
+print("| task | trust | gates | paired speedup (median ratio per case, mean) | cases | pairs | arena share | device warnings |")
+print("|---|---|---|---:|---:|---:|---:|---|")
 for t in res["tasks"]:
+    cand = t.get("candidate") or {}
     def gates(e):
         e = e or {}
-        perf = e.get("performance") or []
-        measured = "ok" if perf and all(c.get("execution_time_ms", -1) > 0 for c in perf) else "-"
-        return "/".join([*(((e.get(g) or {}).get("status") or "-") for g in ("compile", "correctness")), measured])
-    cases = (t.get("candidate") or {}).get("performance") or []
-    # Self-reported tasks: the baseline evaluation's case over the candidate's.
-    base = {c["test_case_id"]: c["execution_time_ms"] for c in ((t.get("baseline") or {}).get("performance") or [])}
-    r = [(c.get("baseline_ms") or base.get(c["test_case_id"], 0)) / c["execution_time_ms"] for c in cases if c["execution_time_ms"] > 0]
-    r = [x for x in r if x > 0]
-    sp = f"{statistics.fmean(r):.4f}" if r else "n/a"
-    cs = t.get("containers") or {}
-    tot = sum(c["create_s"] + c["start_s"] + c["run_s"] + c["teardown_s"] for c in cs.values() if c)
-    print(f"| {t['task_id']} | {t.get('trust')} | {gates(t.get('baseline'))} {gates(t.get('candidate'))} | {sp} | {len(cases)} | {tot:.1f} |")
+        return "/".join(((e.get(g) or {}).get("status") or "-") for g in ("compile", "correctness"))
+    cases = cand.get("performance") or []
+    ratios = []
     for c in cases:
-        b = c.get("baseline_ms") or base.get(c["test_case_id"])
-        print(f"    {c['test_case_id']}: baseline {b:.5f} ms, candidate {c['execution_time_ms']:.5f} ms")
-    for k in ("error", "refusal", "failure", "reason"):
+        p = c.get("pairs_ms")
+        if p:
+            ratios.append(statistics.median(b / x for b, x in p))
+    sp = f"{statistics.fmean(ratios):.4f}" if ratios and len(ratios) == len(cases) else "n/a"
+    b = (t.get("timings") or {}).get("breakdown") or {}
+    warn = "; ".join(w for d in (t.get("device") or {}).values() for w in d.get("warnings", []))
+    npairs = len(cases[0].get("pairs_ms") or []) if cases else 0
+    share = f"{100 * b['arena_share']:.1f}%" if b else "-"
+    print(f"| {t['task_id']} | {t.get('trust')} | {gates(t.get('baseline'))} {gates(cand)} | {sp} | {len(cases)} | {npairs} | {share} | {warn[:120]} |")
+    for c in cases:
+        p = c.get("pairs_ms") or []
+        print(f"    {c['test_case_id']}: {c.get('baseline_ms')} / {c['execution_time_ms']} ms, pairs {[(round(x, 5), round(y, 5)) for x, y in p]}")
+    for k in ("candidate_refused",):
         if t.get(k):
             print("    ", k, str(t[k])[:300])
+    if cand.get("performance_error"):
+        print("     performance_error", cand["performance_error"][:300])
+    if t.get("cross_check"):
+        print("     cross-check", t["cross_check"].get("verdict"), t["cross_check"].get("reason", "")[:200])
+    print("     breakdown", json.dumps(b))
+    print("     floor", cand.get("device_floor_ms"), "source", cand.get("performance_source"))
 PY
