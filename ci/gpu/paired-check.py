@@ -109,8 +109,8 @@ def job_for(task_dir, cfg, roles, pairs, seed, work):
 
     for role in roles:
         tree = os.path.join(work, "kernels", f"k{UIDS[role]}")
-        prepare_dir(tree, 0, UIDS[role], 0o1775)
-        prepare_dir(os.path.join(tree, "build"), UIDS[role], UIDS[role], 0o755)
+        prepare_dir(tree, 0, UIDS[role], 0o1770)
+        prepare_dir(os.path.join(tree, "build"), UIDS[role], UIDS[role], 0o750)
         prepare_dir(os.path.join(work, "scratch", f"k{UIDS[role]}"), UIDS[role], UIDS[role], 0o700)
         overlay = []
         if role.startswith("slow"):
@@ -123,8 +123,11 @@ def job_for(task_dir, cfg, roles, pairs, seed, work):
                 f.write(text + SLOW.replace("EVERY", str(every)))
             os.chmod(path, 0o644)
             overlay.append({"rel": src, "from": path})
-        trees.append({"path": tree, "overlay": overlay})
-        steps.append(step(f"compile-{role}", role, cfg["compile_command"]))
+        trees.append({"path": tree, "gid": UIDS[role], "overlay": overlay})
+        compile_step = step(f"compile-{role}", role, cfg["compile_command"])
+        # The floor probe runs beside the original's compile only.
+        compile_step["floor_start"] = role == "baseline"
+        steps.append(compile_step)
     rng = random.Random(seed)
     first = True
     for r in range(pairs):

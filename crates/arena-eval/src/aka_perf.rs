@@ -33,6 +33,18 @@ pub const REPORTS: [(&str, &str); 5] = [
 ];
 /// The command's output (stdout and stderr, its last MiB), where gates.py kept it.
 pub const OUTPUT: &str = "output";
+/// Keys of a case that only arena writes (its pairing and its reading of the report): a
+/// harness's report that holds them has them dropped, or a harness could hand the scorer its
+/// own "paired" baseline. Arena's trusted evaluator writes them ([`Writer::Arena`]).
+pub const ARENA_KEYS: [&str; 7] = [
+    "baseline_ms",
+    "pairs_ms",
+    "paired_by",
+    "samples_ms",
+    "method",
+    "time_key",
+    "reported",
+];
 const CAP: u64 = 4 << 20;
 
 /// What a run reported: its cases and where they were read.
@@ -50,14 +62,23 @@ pub enum Side {
     Candidate,
 }
 
+/// Who wrote a report: arena's trusted evaluator (its pairing keys are kept), or a task's
+/// harness, which the kernel under test may have rewritten ([`ARENA_KEYS`] are dropped).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Writer {
+    Arena,
+    #[default]
+    Harness,
+}
+
 /// Reads the run kept in `dir`. Err: why no case was found (each place named).
-pub fn read_run(dir: &Path, task_type: &str, side: Side) -> Result<Run, String> {
+pub fn read_run(dir: &Path, task_type: &str, side: Side, writer: Writer) -> Result<Run, String> {
     let mut why = Vec::new();
     for (place, copy) in REPORTS {
         match read_text_beneath(dir, Path::new(copy), CAP) {
             Ok(text) => match parse_json(&text) {
                 Ok(v) => {
-                    let cases = cases_of_json(&v, task_type, side);
+                    let cases = cases_of_json(&v, task_type, side, writer);
                     if !cases.is_empty() {
                         return Ok(Run {
                             cases,
@@ -95,10 +116,43 @@ pub fn read_run(dir: &Path, task_type: &str, side: Side) -> Result<Run, String> 
 /// `-inf`, which [`float`] reads back as the numbers they were).
 fn parse_json(text: &str) -> Result<Value, String> {
     serde_json::from_str(text).or_else(|e| {
+        // JSON5's parser recurses once per level: a hostile report of nested brackets would
+        // overflow the runner's stack. serde_json refuses past 128 levels; so does this.
+        if nesting(text) > MAX_NESTING {
+            return Err(e.to_string());
+        }
         json5::from_str::<Loose>(text)
             .map(Loose::into_value)
             .map_err(|_| e.to_string())
     })
+}
+
+const MAX_NESTING: usize = 128;
+
+/// The deepest nesting of brackets and braces outside strings.
+fn nesting(text: &str) -> usize {
+    let (mut depth, mut deepest, mut in_string, mut escaped) = (0usize, 0usize, false, false);
+    for c in text.chars() {
+        if in_string {
+            match (escaped, c) {
+                (true, _) => escaped = false,
+                (false, '\\') => escaped = true,
+                (false, '"') => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match c {
+            '"' => in_string = true,
+            '[' | '{' => {
+                depth += 1;
+                deepest = deepest.max(depth);
+            }
+            ']' | '}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    deepest
 }
 
 #[derive(serde::Deserialize)]
@@ -184,6 +238,7 @@ fn case_of(
     default_id: String,
     task_type: &str,
     side: Side,
+    writer: Writer,
 ) -> Option<PerfCase> {
     let (ms, key) = time_of(d, task_type, side)?;
     let id = match d.get("test_case_id") {
@@ -193,7 +248,8 @@ fn case_of(
     };
     let mut case = PerfCase::new(&id, ms);
     for (k, v) in d {
-        if k != "test_case_id" && k != "execution_time_ms" {
+        let arenas = writer == Writer::Harness && ARENA_KEYS.contains(&k.as_str());
+        if k != "test_case_id" && k != "execution_time_ms" && !arenas {
             case.extra.insert(k.clone(), v.clone());
         }
     }
@@ -209,7 +265,7 @@ fn case_of(
     Some(case)
 }
 
-fn cases_of_json(v: &Value, task_type: &str, side: Side) -> Vec<PerfCase> {
+fn cases_of_json(v: &Value, task_type: &str, side: Side, writer: Writer) -> Vec<PerfCase> {
     let list = match v {
         Value::Array(a) => Some(a),
         Value::Object(o) => match o.get("test_cases") {
@@ -222,13 +278,21 @@ fn cases_of_json(v: &Value, task_type: &str, side: Side) -> Vec<PerfCase> {
         return list
             .iter()
             .enumerate()
-            .filter_map(|(i, c)| case_of(c.as_object()?, format!("test_case_{i}"), task_type, side))
+            .filter_map(|(i, c)| {
+                case_of(
+                    c.as_object()?,
+                    format!("test_case_{i}"),
+                    task_type,
+                    side,
+                    writer,
+                )
+            })
             .collect();
     }
     let Value::Object(o) = v else {
         return Vec::new();
     };
-    if let Some(c) = case_of(o, "test_case_0".into(), task_type, side) {
+    if let Some(c) = case_of(o, "test_case_0".into(), task_type, side, writer) {
         return vec![c];
     }
     // A single object of custom `…_ms` keys: one case per key, in name order.

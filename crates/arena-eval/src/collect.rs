@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use crate::aka_perf::{read_run, Side};
+use crate::aka_perf::{read_run, Side, Writer};
 use crate::record::{Evaluation, GateReport, GateStatus};
 
 use crate::gate::Gate;
@@ -27,6 +27,7 @@ const KILLED: [i32; 2] = [124, 137];
 pub struct Reading<'a> {
     pub task_type: &'a str,
     pub side: Side,
+    pub writer: Writer,
 }
 
 impl Default for Reading<'_> {
@@ -34,6 +35,7 @@ impl Default for Reading<'_> {
         Reading {
             task_type: "",
             side: Side::Candidate,
+            writer: Writer::Harness,
         }
     }
 }
@@ -108,7 +110,7 @@ fn performance(
         e.performance_error = Some(format!("performance gate: {why}"));
         return;
     };
-    match read_run(reports, how.task_type, how.side) {
+    match read_run(reports, how.task_type, how.side, how.writer) {
         Ok(run) => {
             e.performance = run.cases;
             e.performance_source = Some(run.source);
@@ -133,6 +135,16 @@ fn performance(
     }
 }
 
+/// What the gate runner's own exit codes for a step mean (the harness's are its own).
+pub fn runner_code(code: i32) -> Option<&'static str> {
+    match code {
+        97 => Some("a report of an earlier step could not be removed"),
+        98 => Some("processes of the kernel's user survived being killed"),
+        99 => Some("the kernel left files or IPC objects its clean-up could not remove"),
+        _ => None,
+    }
+}
+
 /// The exit code of each step the gate runner reached, by step name.
 pub fn read_codes(out_dir: &Path) -> BTreeMap<String, i32> {
     let text = read_text_beneath(out_dir, Path::new(GATES_FILE), 64 << 10).unwrap_or_default();
@@ -153,11 +165,8 @@ fn judge(g: Gate, code: Option<i32>, build: &Path, note: Option<&str>) -> GateRe
     if code != 0 {
         let why = if KILLED.contains(&code) {
             format!("{} gate killed after its timeout (exit {code})", g.name())
-        } else if code == 97 {
-            format!(
-                "{} gate: a report of an earlier step could not be removed",
-                g.name()
-            )
+        } else if let Some(why) = runner_code(code) {
+            format!("{} gate: {why}", g.name())
         } else {
             format!("{} gate exited {code}", g.name())
         };

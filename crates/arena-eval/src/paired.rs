@@ -4,7 +4,8 @@
 //! one candidate-first pair: ABBA…), so that neither kernel is systematically the one timed
 //! second (measured on an H100 as a ~1 % bias) and both share the same device state. Each
 //! round's cases are read as AgentKernelArena reads them; a case's times become pairs, its
-//! speedup the median ratio over the rounds, with a bootstrap interval (arena-report).
+//! speedup the median ratio over the rounds, with the distribution-free interval of the
+//! rounds' speedups (arena-report's `median_interval`).
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -12,7 +13,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-use crate::aka_perf::{read_run, Side};
+use crate::aka_perf::{read_run, Side, Writer};
 use crate::record::{Evaluation, PerfCase};
 use crate::trusted::{Role, BASELINE, CANDIDATE};
 
@@ -102,10 +103,10 @@ pub fn collect_performance(
     let reached = |step: &str| -> Result<(), String> {
         match codes.get(step) {
             Some(0) => Ok(()),
-            Some(97) => Err(format!(
-                "{step}: a report of an earlier run could not be removed"
-            )),
-            Some(code) => Err(format!("{step}: the command exited {code}")),
+            Some(code) => match crate::collect::runner_code(*code) {
+                Some(why) => Err(format!("{step}: {why}")),
+                None => Err(format!("{step}: the command exited {code}")),
+            },
             None => Err(format!(
                 "{step}: not reached ({})",
                 note.unwrap_or("the evaluator stopped before it")
@@ -132,8 +133,13 @@ pub fn collect_performance(
         } else {
             Side::Candidate
         };
-        let run = read_run(&out.join("perf").join(&step), task_type, side)
-            .map_err(|e| format!("{who}, round {}: {e}", r + 1))?;
+        let run = read_run(
+            &out.join("perf").join(&step),
+            task_type,
+            side,
+            Writer::Harness,
+        )
+        .map_err(|e| format!("{who}, round {}: {e}", r + 1))?;
         if side == Side::Candidate && source.is_empty() {
             source = run.source.clone();
         }
@@ -244,6 +250,80 @@ pub fn run_walls(record: &serde_json::Value) -> (Vec<f64>, Vec<f64>) {
         }
     }
     (b, c)
+}
+
+/// Each round's wall seconds by arena's clock, [original's, agent's], from the gate runner's
+/// record (a run that never ran is absent).
+pub fn round_walls(record: &serde_json::Value) -> BTreeMap<usize, [Option<f64>; 2]> {
+    let mut out: BTreeMap<usize, [Option<f64>; 2]> = BTreeMap::new();
+    for cmd in record
+        .get("commands")
+        .and_then(|c| c.as_array())
+        .into_iter()
+        .flatten()
+    {
+        let (Some(step), Some(wall)) = (
+            cmd.get("step").and_then(|s| s.as_str()),
+            cmd.get("wall_s").and_then(|w| w.as_f64()),
+        ) else {
+            continue;
+        };
+        let Some((round, role)) = step
+            .strip_prefix("perf")
+            .and_then(|rest| rest.split_once('-'))
+        else {
+            continue;
+        };
+        let Ok(round) = round.parse::<usize>() else {
+            continue;
+        };
+        let slot = match role {
+            r if r == BASELINE.name => 0,
+            r if r == CANDIDATE.name => 1,
+            _ => continue,
+        };
+        let w = &mut out.entry(round).or_default()[slot];
+        *w = Some(w.unwrap_or(0.0) + wall);
+    }
+    out
+}
+
+/// The cross-check of each round on its own (its reported times against its two commands'
+/// wall times), and the first that fails, named by round. The score is the median of the
+/// rounds' ratios: a harness lying in some rounds only must be caught in those.
+pub fn first_inconsistent_round(
+    cases: &[PerfCase],
+    rounds: &BTreeMap<usize, [Option<f64>; 2]>,
+    calls_per_case: Option<u64>,
+    floor_ms: Option<f64>,
+) -> Option<crate::cross_check::CrossCheck> {
+    for (r, walls) in rounds {
+        let [Some(base_wall), Some(cand_wall)] = *walls else {
+            continue;
+        };
+        let sample = |side: usize| -> Vec<PerfCase> {
+            cases
+                .iter()
+                .filter_map(|c| {
+                    let p = c.extra.get("pairs_ms")?.as_array()?.get(*r)?;
+                    Some(PerfCase::new(&c.test_case_id, p.get(side)?.as_f64()?))
+                })
+                .collect()
+        };
+        let mut check = crate::cross_check::cross_check(
+            &sample(0),
+            base_wall,
+            &sample(1),
+            cand_wall,
+            calls_per_case,
+            floor_ms,
+        );
+        if check.verdict == crate::cross_check::Verdict::Inconsistent {
+            check.reason = format!("round {}: {}", r + 1, check.reason);
+            return Some(check);
+        }
+    }
+    None
 }
 
 /// The median of wall seconds (for the cross-check), `None` if there are none.

@@ -92,15 +92,21 @@ pub struct Step {
     pub capture: Option<String>,
     /// Go on with the next step when this one fails.
     pub go_on: bool,
+    /// Start the floor probe beside this step (the original's compile: nothing of the agent's
+    /// may run beside the probe, or it could load the device and raise the floor).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub floor_start: bool,
     /// Wait for the floor probe before this step (it must not run while anything is timed).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub floor_first: bool,
 }
 
-/// One kernel's tree: the image's task copied to `path`, `overlay` laid over it.
+/// One kernel's tree: the image's task copied to `path`, `overlay` laid over it; its
+/// directories get the kernel's group (`gid`), which may add files to them.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Tree {
     pub path: String,
+    pub gid: u32,
     pub overlay: Vec<Overlay>,
 }
 
@@ -155,20 +161,22 @@ fn home_env(home: &str) -> BTreeMap<String, String> {
 }
 
 /// The spaces of a kernel's tree: the tree (root's, the kernel's group may add files; the
-/// sticky bit keeps it from replacing the task's), its `build/` and its scratch.
+/// sticky bit keeps it from replacing the task's), its `build/` and its scratch. None is open
+/// to others: the other kernel cannot read this one's files, nor see when it ran (the gate
+/// runner reads them as a member of every kernel's group).
 fn kernel_spaces(role: Role, task_bytes: u64) -> Vec<Space> {
     vec![
         Space {
             destination: tree(role),
             bytes: task_bytes + TREE_SLACK,
-            mode: 0o1775,
+            mode: 0o1770,
             uid: 0,
             gid: role.uid,
         },
         Space {
             destination: format!("{}/build", tree(role)),
             bytes: BUILD_BYTES,
-            mode: 0o755,
+            mode: 0o750,
             uid: role.uid,
             gid: role.uid,
         },
@@ -217,6 +225,7 @@ impl GatesJob {
             reports: None,
             capture: None,
             go_on: false,
+            floor_start: false,
             floor_first: false,
         }
     }
@@ -246,6 +255,7 @@ impl GatesJob {
         let mut job = GatesJob::new(image_env, groups, steps);
         job.trees = vec![Tree {
             path: tree(role),
+            gid: role.uid,
             overlay: Vec::new(),
         }];
         job.spaces = kernel_spaces(role, task_bytes);
@@ -271,12 +281,14 @@ impl GatesJob {
             s.reports = Some(REPORTS.into());
             steps.push(s);
         }
-        steps.push(Self::kernel_step(
+        let mut compile = Self::kernel_step(
             BASELINE,
             BASELINE_COMPILE,
             commands(cfg, Gate::Compile),
             t.compile,
-        ));
+        );
+        compile.floor_start = true;
+        steps.push(compile);
         for (i, (r, name)) in plan.runs().enumerate() {
             let role = if name == BASELINE.name {
                 BASELINE
@@ -295,10 +307,12 @@ impl GatesJob {
         job.trees = vec![
             Tree {
                 path: tree(BASELINE),
+                gid: BASELINE.uid,
                 overlay: Vec::new(),
             },
             Tree {
                 path: tree(CANDIDATE),
+                gid: CANDIDATE.uid,
                 overlay,
             },
         ];
@@ -332,6 +346,7 @@ impl GatesJob {
             reports: None,
             capture: None,
             go_on,
+            floor_start: false,
             floor_first: false,
         };
         let mut steps = vec![step(

@@ -127,8 +127,9 @@ pub struct TaskScore {
     pub performance_failure: Option<PerfFailure>,
     /// How the result's numbers were measured.
     pub trust: arena_run::result::Trust,
-    /// The speedup's 95% bootstrap interval, where every case has paired samples (the
-    /// trusted evaluator's); filled by [`crate::Report::build`] (resampling is not free).
+    /// The speedup's 95% interval, where every case has paired samples (a bootstrap for the
+    /// trusted evaluator's, the rounds' order statistics for paired self-reported runs);
+    /// filled by [`crate::Report::build`] (resampling is not free).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub speedup_interval: Option<(f64, f64)>,
     /// The speedup as AgentKernelArena measures it, for comparison with the paper's numbers:
@@ -138,17 +139,23 @@ pub struct TaskScore {
     pub unpaired_speedup: Option<f64>,
 }
 
-/// The first case below the evaluation's device floor, where one was measured.
+/// The first case with a time below the evaluation's device floor, where one was measured:
+/// its reported time or any of its paired samples (the score takes the median of the pairs'
+/// ratios, so every sample must be a possible time).
 fn below_floor(e: &arena_eval::record::Evaluation) -> Option<PerfFailure> {
     let floor = e.device_floor_ms?;
-    e.performance
-        .iter()
-        .find(|c| c.measured() && c.execution_time_ms < floor)
-        .map(|c| PerfFailure::BelowFloor {
-            id: c.test_case_id.clone(),
-            ms: c.execution_time_ms,
-            floor_ms: floor,
-        })
+    e.performance.iter().find_map(|c| {
+        let samples = crate::stats::pairs(c).unwrap_or_default();
+        std::iter::once(c.execution_time_ms)
+            .chain(samples.iter().map(|p| p.1))
+            .find(|ms| *ms > 0.0 && *ms < floor)
+            .filter(|_| c.measured())
+            .map(|ms| PerfFailure::BelowFloor {
+                id: c.test_case_id.clone(),
+                ms,
+                floor_ms: floor,
+            })
+    })
 }
 
 /// AgentKernelArena's single-sample speedup of paired cases ([`TaskScore::unpaired_speedup`]).

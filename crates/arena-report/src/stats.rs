@@ -89,9 +89,9 @@ pub fn median_coverage(n: usize, k: usize) -> f64 {
     1.0 - 2.0 * below / 2f64.powi(n as i32)
 }
 
-/// The distribution-free interval for the median of `xs` (exchangeable rounds): the widest
-/// order statistics [x(k), x(n+1−k)] whose coverage is at least `level`, or [min, max] where
-/// even those cover less (fewer than 6 values hold no 95% interval: [min, max] of five holds
+/// The distribution-free interval for the median of `xs` (exchangeable rounds): the
+/// narrowest order-statistic interval [x(k), x(n+1−k)] (the largest k) whose coverage is at
+/// least `level`, or [min, max] where even that covers less (fewer than 6 values hold no 95% interval: [min, max] of five holds
 /// 93.75%). A bootstrap of a median of so few values is narrower than that, and under-covers.
 pub fn median_interval(xs: &[f64], level: f64) -> (f64, f64) {
     let mut v = xs.to_vec();

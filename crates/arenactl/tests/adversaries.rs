@@ -7,7 +7,7 @@
 mod common;
 
 use std::path::Path;
-use std::process::Stdio;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::daemon::*;
@@ -170,6 +170,7 @@ fn a_kernel_cannot_reach_the_original_it_is_paired_with() {
         "/arena/kernels/60001/scripts/task_runner.py",
         "/arena/kernels/60002/scripts/task_runner.py",
         "/scratch/60001/planted",
+        "/arena/kernels/60001/scripts/task_runner.py",
     ] {
         assert!(
             logs.contains(&format!("DENIED {path}")),
@@ -373,6 +374,16 @@ fn a_killed_client_leaves_nothing_running_past_its_timeout() {
         );
         std::thread::sleep(Duration::from_millis(100));
     }
+    // The event comes before the container is made: wait for its task to run, or the kill
+    // may land between the snapshot and the container (a snapshot and a lease left, no
+    // container: seen once).
+    while !agent_task_running(&d.socket) {
+        assert!(
+            t0.elapsed() < Duration::from_secs(120),
+            "the agent's task never ran"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
     child.kill().unwrap();
     child.wait().unwrap();
     // gc removes it at once: its owner is dead.
@@ -432,4 +443,15 @@ fn gc_alone_does_not_touch_what_a_live_run_holds() {
     let st = child.wait().unwrap();
     assert!(st.success());
     let _ = Path::new(&out);
+}
+
+/// Whether containerd runs an agent container's task (asked with its own `ctr`).
+fn agent_task_running(socket: &str) -> bool {
+    let o = Command::new("ctr")
+        .args(["--address", socket, "--namespace", "arena", "tasks", "ls"])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .any(|l| l.contains("-agent ") && l.contains("RUNNING"))
 }

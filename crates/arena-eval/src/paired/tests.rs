@@ -178,4 +178,34 @@ fn wall_times_by_kernel_from_the_record() {
     assert_eq!(median_wall(&b), Some(4.0));
     assert_eq!(median_wall(&c), Some(3.0));
     assert_eq!(median_wall(&[]), None);
+    let rounds = round_walls(&rec);
+    assert_eq!(rounds[&0], [Some(3.0), Some(2.0)]);
+    assert_eq!(rounds[&2], [None, Some(3.0)]);
+}
+
+#[test]
+fn a_harness_lying_in_some_rounds_is_caught_in_those() {
+    // Four rounds, 1000 calls per case declared: the original takes 1 ms a call (1 s a run).
+    // Rounds 2 and 3 report 0.01 ms but their commands took as long as the original's: the
+    // median of the candidate's times looks honest, the median ratio would be ~50.
+    let pairs = [[1.0, 1.0], [1.0, 0.01], [1.0, 0.01], [1.0, 1.0]];
+    let mut c = PerfCase::new("perf1", 0.505);
+    c.extra.insert("pairs_ms".into(), json!(pairs));
+    let rounds: BTreeMap<usize, [Option<f64>; 2]> =
+        (0..4).map(|r| (r, [Some(1.0), Some(1.0)])).collect();
+    let bad = first_inconsistent_round(&[c.clone()], &rounds, Some(1000), None).unwrap();
+    assert!(bad.reason.starts_with("round 2: "), "{}", bad.reason);
+    assert!(
+        bad.reason.contains("disagrees with arena's"),
+        "{}",
+        bad.reason
+    );
+    // Honest rounds pass, and rounds without both wall times are not judged.
+    let mut honest = c;
+    honest
+        .extra
+        .insert("pairs_ms".into(), json!([[1.0, 1.0], [1.0, 1.0]]));
+    assert!(first_inconsistent_round(&[honest.clone()], &rounds, Some(1000), None).is_none());
+    let partial: BTreeMap<usize, [Option<f64>; 2]> = [(0, [Some(1.0), None])].into();
+    assert!(first_inconsistent_round(&[honest], &partial, Some(1000), None).is_none());
 }

@@ -43,7 +43,7 @@ fn one_kernel_runs_the_gates_in_its_own_tree_as_its_own_user() {
     assert_eq!(j.deadline_s, 600 + 900 + 1800 + 30);
     assert_eq!(j.limit_s(), j.deadline_s + 30);
     // The tree is root's (the kernel's group may add files, the sticky bit keeps it from
-    // replacing the task's), build/ and the scratch are the kernel's.
+    // replacing the task's), build/ and the scratch are the kernel's; none open to others.
     let modes: Vec<(&str, u32, u32, u32)> = j
         .spaces
         .iter()
@@ -52,8 +52,8 @@ fn one_kernel_runs_the_gates_in_its_own_tree_as_its_own_user() {
     assert_eq!(
         modes,
         [
-            ("/arena/kernels/60001", 0o1775, 0, 60001),
-            ("/arena/kernels/60001/build", 0o755, 60001, 60001),
+            ("/arena/kernels/60001", 0o1770, 0, 60001),
+            ("/arena/kernels/60001/build", 0o750, 60001, 60001),
             ("/scratch/60001", 0o700, 60001, 60001),
         ]
     );
@@ -103,6 +103,15 @@ fn a_paired_job_compiles_both_then_interleaves_their_runs_in_the_plans_order() {
     assert_eq!(perf.len(), 4);
     assert!(perf[0].floor_first && perf[1..].iter().all(|s| !s.floor_first));
     assert!(j.steps[..3].iter().all(|s| !s.floor_first));
+    // The probe runs beside the original's compile, never beside the agent's steps.
+    let starts: Vec<&str> = j
+        .steps
+        .iter()
+        .filter(|s| s.floor_start)
+        .map(|s| s.name.as_str())
+        .collect();
+    assert_eq!(starts, ["baseline-compile"]);
+    assert_eq!((j.trees[0].gid, j.trees[1].gid), (60001, 60002));
     for s in &perf {
         assert_eq!(
             s.reports.as_deref(),

@@ -40,20 +40,35 @@ PERF_ELSEWHERE = ("performance_report.json", "build/perf_report.json", "perf_rep
 ALL_REPORTS = tuple(f"build/{n}" for n in GATE_REPORTS) + PERF_ELSEWHERE
 SHARED_TMP = ("/tmp", "/dev/shm")
 
-# Run as a kernel's user after each of its steps: its reports (copied by then) and whatever it
-# left in the shared temporary directories go. It can only remove what that user may.
+# Run as a kernel's user after each of its steps: its reports (copied by then), whatever it
+# left in the shared temporary directories (its own directories made writable first, so that a
+# mode cannot keep their contents), and its System V IPC objects (shared memory would stay
+# charged to the container's memory). It can only remove what that user may; gates.py then
+# checks that nothing of the user is left (`leftovers`).
 CLEANER = r"""
 import os, shutil, sys
 uid = os.getuid()
-for rel in sys.argv[2:]:
+
+def writable(func, path, exc):
     try:
-        os.unlink(os.path.join(sys.argv[1], rel))
-    except (FileNotFoundError, NotADirectoryError):
-        pass
-    except IsADirectoryError:
-        shutil.rmtree(os.path.join(sys.argv[1], rel), ignore_errors=True)
+        os.chmod(os.path.dirname(path), 0o700)
+        os.chmod(path, 0o700) if os.path.isdir(path) and not os.path.islink(path) else None
+        func(path)
     except OSError:
         pass
+
+def remove(p):
+    try:
+        if os.path.isdir(p) and not os.path.islink(p):
+            os.chmod(p, 0o700)
+            shutil.rmtree(p, onerror=writable)
+        else:
+            os.unlink(p)
+    except (OSError, RecursionError):
+        pass
+
+for rel in sys.argv[2:]:
+    remove(os.path.join(sys.argv[1], rel))
 for d in ("/tmp", "/dev/shm"):
     try:
         names = os.listdir(d)
@@ -62,19 +77,56 @@ for d in ("/tmp", "/dev/shm"):
     for n in names:
         p = os.path.join(d, n)
         try:
-            st = os.lstat(p)
-        except OSError:
-            continue
-        if st.st_uid != uid:
-            continue
-        try:
-            if os.path.isdir(p) and not os.path.islink(p):
-                shutil.rmtree(p, ignore_errors=True)
-            else:
-                os.unlink(p)
+            if os.lstat(p).st_uid == uid:
+                remove(p)
         except OSError:
             pass
+try:
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    ctls = (("shm", libc.shmctl), ("msg", libc.msgctl), ("sem", libc.semctl))
+except (ImportError, OSError):
+    ctls = ()  # no ctypes in the image: root's check below still finds what is left
+for kind, ctl in ctls:
+    try:
+        lines = open("/proc/sysvipc/" + kind).read().split("\n")
+    except OSError:
+        continue
+    head = lines[0].split()
+    for line in lines[1:]:
+        f = line.split()
+        if len(f) == len(head) and int(f[head.index("uid")]) == uid:
+            ident = int(f[1])
+            ctl(ident, 0, 0) if kind == "sem" else ctl(ident, 0, None)
 """
+
+
+def leftovers(uid):
+    """What of `uid` is left in the shared places after its clean-up (root looks)."""
+    left = []
+    for d in SHARED_TMP:
+        try:
+            names = os.listdir(d)
+        except OSError:
+            continue
+        for n in names:
+            try:
+                if os.lstat(os.path.join(d, n)).st_uid == uid:
+                    left.append(os.path.join(d, n))
+            except OSError:
+                pass
+    for kind in ("shm", "msg", "sem"):
+        try:
+            with open(f"/proc/sysvipc/{kind}") as f:
+                lines = f.read().split("\n")
+        except OSError:
+            continue
+        head = lines[0].split()
+        for line in lines[1:]:
+            fields = line.split()
+            if len(fields) == len(head) and "uid" in head and int(fields[head.index("uid")]) == uid:
+                left.append(f"sysv {kind} {fields[1]}")
+    return left
 
 
 def open_beneath(root, rel, flags):
@@ -132,11 +184,21 @@ def exists_beneath(tree, rel):
     return True
 
 
+def tree_dir(path, gid):
+    """A directory of a kernel's tree: root's, the kernel's group may add files to it (a
+    harness writes beside its test file, or into a directory the task ships), the sticky bit
+    keeps it from removing or replacing the task's; the other kernel cannot enter."""
+    os.makedirs(path, exist_ok=True)
+    os.chown(path, -1, gid)
+    os.chmod(path, 0o1770)
+
+
 def make_tree(job, tree):
     """The kernel's tree: the image's task copied (its build/ and any report it ships left
     out), the overlay's files laid over it; root's files, readable by the kernel's user."""
     src = job["task_root"]
     dst = tree["path"]
+    gid = tree["gid"]
     skip = set(ALL_REPORTS)
     for dirpath, dirnames, filenames in os.walk(src):
         rel_dir = os.path.relpath(dirpath, src)
@@ -151,7 +213,7 @@ def make_tree(job, tree):
                 os.symlink(os.readlink(s), t)
                 dirnames.remove(d)
             else:
-                os.makedirs(t, mode=0o755, exist_ok=True)
+                tree_dir(t, gid)
         for f in filenames:
             rel = os.path.join(rel_dir, f)
             if rel in skip:
@@ -165,7 +227,9 @@ def make_tree(job, tree):
                 os.chmod(t, 0o755 if os.stat(s).st_mode & 0o111 else 0o644)
     for o in tree.get("overlay", []):
         t = os.path.join(dst, o["rel"])
-        os.makedirs(os.path.dirname(t), mode=0o755, exist_ok=True)
+        parts = o["rel"].split("/")[:-1]
+        for n in range(1, len(parts) + 1):
+            tree_dir(os.path.join(dst, *parts[:n]), gid)
         if os.path.lexists(t):
             os.unlink(t)
         shutil.copyfile(o["from"], t)
@@ -225,8 +289,10 @@ def run_command(cmd, step, job, capture):
     except subprocess.TimeoutExpired:
         code = 137
     wall = time.monotonic() - t0
-    # Whatever the command left behind (a forked helper, a stopped child) goes too.
-    jail.kill_all(step["user"]["uid"])
+    # Whatever the command left behind (a forked helper, a stopped child) goes too; a step
+    # whose processes cannot all be stopped fails (98): they would run on into the next.
+    if not jail.kill_all(step["user"]["uid"]) and code == 0:
+        code = 98
     if code < 0:
         code = 128 - code
     return code, wall, tail.bytes() if tail else None
@@ -235,7 +301,8 @@ def run_command(cmd, step, job, capture):
 def clean_after(step, job):
     """As the step's user: its reports (copied by now) and its files in /tmp and /dev/shm.
     Without site (-S): an image's Python that processes a large site-packages on every start
-    spent 0.4 s per step here on an H100 host, most of arena's own time in a task run."""
+    spent 0.4 s per step here on an H100 host, most of arena's own time in a task run.
+    Returns what of the user could not be removed."""
     p = spawn_as([sys.executable, "-I", "-S", "-c", CLEANER, step["tree"], *ALL_REPORTS], step,
                  dict(job, quiet=True), "/", False)
     try:
@@ -243,6 +310,7 @@ def clean_after(step, job):
     except subprocess.TimeoutExpired:
         pass
     jail.kill_all(step["user"]["uid"])
+    return leftovers(step["user"]["uid"])
 
 
 class Floor:
@@ -319,8 +387,14 @@ def run_step(step, job, out, record, gates):
         path = os.path.join(out, step["capture"])
         os.makedirs(os.path.dirname(path), exist_ok=True)
         write_file(path, b"".join(output)[-CAPTURE_CAP:])
-    if tree and step.get("clean", True):
-        clean_after(step, job)
+    if tree:
+        left = clean_after(step, job)
+        if left:
+            # It would be found by the other kernel's next run: the step fails (99).
+            record.setdefault("left_behind", {})[step["name"]] = left[:20]
+            if not failed:
+                gates.write(f"{step['name']} 99\n")
+                failed = True
     if not failed:
         gates.write(f"{step['name']} 0\n")
     return not failed
@@ -339,12 +413,22 @@ def main(job_path):
     users = [s["user"]["uid"] for s in job["steps"]]
     try:
         t = time.monotonic()
-        for tree in job.get("trees", []):
+        trees = job.get("trees", [])
+        if trees:
+            # Members of every kernel's group, this process reads their trees and build/
+            # (which the other kernel cannot enter) and gives their directories the group.
+            os.setgroups(sorted({tree["gid"] for tree in trees}))
+        for tree in trees:
             make_tree(job, tree)
         record["setup_s"] = time.monotonic() - t
-        floor = Floor(job)
+        # The floor probe runs beside the step that says so (the original's compile: nothing
+        # of the agent's runs then), or from the start.
+        starts = any(s.get("floor_start") for s in job["steps"])
+        floor = None if starts else Floor(job)
         for step in job["steps"]:
-            if step.get("floor_first") and floor.proc is not None:
+            if step.get("floor_start") and floor is None:
+                floor = Floor(job)
+            if step.get("floor_first") and floor is not None and floor.proc is not None:
                 record["floor"] = floor.wait()
             if not run_step(step, job, out, record, gates) and not step.get("go_on"):
                 break

@@ -39,7 +39,9 @@ def spawn(argv, uid, gid, groups, env, cwd, pass_fds, quiet=False, stdout=None, 
 
 
 def pids_of(uid):
-    """Every process of `uid` (read from /proc; a process may vanish while it is read)."""
+    """Every live process of `uid` (read from /proc; a process may vanish while it is read).
+    Zombies are not: they run nothing, and only their parent (or, orphaned, this process, the
+    container's first) can remove them."""
     out = []
     for name in os.listdir("/proc"):
         if not name.isdigit():
@@ -48,9 +50,21 @@ def pids_of(uid):
             st = os.stat(f"/proc/{name}")
         except OSError:
             continue
-        if st.st_uid == uid:
+        if st.st_uid == uid and _state(int(name)) not in "ZX":
             out.append(int(name))
     return out
+
+
+def reap():
+    """Collects every child of this process that has ended: as the container's first process
+    it inherits every orphan, and unreaped ones would fill the pid limit."""
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
 
 
 def _state(pid):
@@ -91,17 +105,21 @@ def thaw(uid):
 
 
 def kill_all(uid):
-    """SIGKILL to every process of `uid`, until none is left."""
+    """SIGKILL to every process of `uid`, until none is left; False if some survived a
+    second of it."""
     for _ in range(100):
+        reap()
         pids = pids_of(uid)
         if not pids:
-            return
+            return True
         for pid in pids:
             try:
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
         time.sleep(0.01)
+    reap()
+    return not pids_of(uid)
 
 
 def scratch(path, uid, gid):

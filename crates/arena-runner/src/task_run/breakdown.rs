@@ -124,7 +124,7 @@ mod tests {
                     {"step": "compile", "wall_s": 2.0},
                     {"step": "correctness", "wall_s": 3.0},
                     {"step": "baseline-compile", "wall_s": 2.0},
-                    {"step": "perf0-60001", "wall_s": 20.0},
+                    {"step": "perf0-baseline", "wall_s": 20.0},
                     {"step": "perf0-candidate", "wall_s": 20.0}]}),
             ),
             (

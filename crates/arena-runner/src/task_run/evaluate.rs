@@ -4,7 +4,7 @@
 //! [`Evaluation`]. The candidate phase stages the agent's declared sources first; sources the
 //! evaluator refuses to take fail the candidate, with the reason, and no container sees them.
 
-use arena_eval::aka_perf::Side;
+use arena_eval::aka_perf::{Side, Writer};
 use arena_eval::collect::read_codes;
 use arena_eval::cross_check::device_floor_ms;
 use arena_eval::paired::{self, PairedPlan};
@@ -150,6 +150,7 @@ impl TaskRun<'_> {
         let how = Reading {
             task_type: self.task.config.task_type.as_str(),
             side,
+            writer: Writer::Harness,
         };
         let evaluation = collect(&r.out, &r.out.join(REPORTS), note.as_deref(), how);
         self.gate_events(phase, &evaluation, event);
@@ -220,6 +221,22 @@ impl TaskRun<'_> {
             note.as_deref(),
         );
         evaluation.device_floor_ms = r.record.get("floor").and_then(device_floor_ms);
+        // No floor is no check: a probe that failed (it runs beside the original's compile
+        // only) leaves the times unchecked, so they are not scored.
+        let probe_failed = r
+            .record
+            .get("floor")
+            .and_then(|f| f.get("error"))
+            .and_then(|e| e.as_str())
+            .map(str::to_string);
+        if let (true, None, Some(e)) = (
+            evaluation.correct(),
+            &evaluation.performance_error,
+            probe_failed,
+        ) {
+            evaluation.performance_error =
+                Some(format!("the device's floor could not be measured: {e}"));
+        }
         if let Some(rec) = r.record.as_object_mut() {
             rec.insert(
                 "plan".into(),
@@ -303,7 +320,11 @@ impl TaskRun<'_> {
             .outcome
             .timed_out
             .then(|| format!("evaluator timed out after {} s", timeouts.total()));
-        let evaluation = collect(&t.out, &t.out, note.as_deref(), Reading::default());
+        let how = Reading {
+            writer: Writer::Arena,
+            ..Reading::default()
+        };
+        let evaluation = collect(&t.out, &t.out, note.as_deref(), how);
         self.gate_events(phase, &evaluation, event);
         Ok(Phase {
             evaluation,

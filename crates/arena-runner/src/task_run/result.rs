@@ -63,14 +63,25 @@ fn performance_wall_s(record: &serde_json::Value) -> Option<f64> {
 impl TaskRun<'_> {
     /// The candidate's self-reported times against arena's clock (None: a wall time is
     /// missing, which happens only if a gate runner failed). A paired evaluation is checked
-    /// against its own runs: the median wall time of each kernel's performance runs, and the
-    /// original's paired medians as the baseline's cases.
+    /// round by round (each round's reported times against that round's two commands: the
+    /// score takes the median of the rounds' ratios, so a harness that lied in half its rounds
+    /// must be caught in those), then summarized by the medians.
     fn cross_check(&self, baseline: &Phase, candidate: Option<&Phase>) -> Option<CrossCheck> {
         let cand = candidate?;
         let calls = arena_task::iterations::calls_per_case(&self.task.dir, &self.task.config);
         let floor = cand.evaluation.device_floor_ms;
         let (base_walls, cand_walls) = paired::run_walls(cand.record.as_ref()?);
         if let (Some(bw), Some(cw)) = (median_wall(&base_walls), median_wall(&cand_walls)) {
+            let rounds = paired::round_walls(cand.record.as_ref()?);
+            if let Some(mut check) = paired::first_inconsistent_round(
+                &cand.evaluation.performance,
+                &rounds,
+                calls,
+                floor,
+            ) {
+                check.runs_per_kernel = Some(cand_walls.len());
+                return Some(check);
+            }
             let base: Vec<PerfCase> = cand
                 .evaluation
                 .performance
