@@ -6,6 +6,8 @@ deferred work, a reference swap) — and what it measured. Prints one line per (
 candidate) and writes OUT/trusted-check.json.
 
 usage: python3 ci/gpu/trusted-check.py OUT_DIR [PAIRS] [TASK/VARIANT,...]
+ARENA_GRAPHS=0 times eagerly (no CUDA graphs); ARENA_REPS=N runs each (task, candidate) N
+times (run-to-run spread).
 Runs as root (kernel processes run as users 60001 and 60002).
 """
 import json
@@ -29,6 +31,13 @@ VARIANTS = {
     "noop": None,
     "solution": "solution",
     "slow2x": WRAP + "def {entry}(*a):\n    _orig.{entry}(*a)\n    return _orig.{entry}(*a)\n",
+    # 1.5x slower: the original launched twice on every other call (the count is kept in the
+    # process, so a captured batch holds the same mix).
+    "slow15": WRAP + "_n = [0]\ndef {entry}(*a):\n    _n[0] += 1\n    if _n[0] % 2:\n        _orig.{entry}(*a)\n    return _orig.{entry}(*a)\n",
+    # Cheap while captured (zeros), right when called eagerly: the graph's outputs are checked.
+    "capcheat": WRAP + "import torch\ndef {entry}(*a):\n    r = _orig.{entry}(*a)\n    if torch.cuda.is_current_stream_capturing():\n        return tuple(torch.zeros_like(t) for t in r) if isinstance(r, tuple) else torch.zeros_like(r)\n    return r\n",
+    # Synchronizes in every call: cannot be captured, so both kernels are timed eagerly.
+    "sync": WRAP + "import torch\ndef {entry}(*a):\n    r = _orig.{entry}(*a)\n    torch.cuda.synchronize()\n    return r\n",
     "zeros": WRAP + "import torch\ndef {entry}(*a):\n    r = _orig.{entry}(*a)\n    return tuple(torch.zeros_like(t) for t in r) if isinstance(r, tuple) else torch.zeros_like(r)\n",
     "timer": WRAP + "import time, torch\ntime.perf_counter = lambda: 0.0\ntime.perf_counter_ns = lambda: 0\ntorch.cuda.Event.elapsed_time = lambda self, other: 1e-6\n{entry} = _orig.{entry}\n",
     "defer": WRAP + "import torch\ntorch.cuda.synchronize = lambda *a, **k: None\ndef {entry}(*a):\n    for _ in range(20):\n        r = _orig.{entry}(*a)\n    return r\n",
@@ -71,7 +80,7 @@ def setup(work, task, variant):
         "groups": [],
         "timeouts": {"compile": 300, "correctness": 300, "performance": 600},
         "trials": 2,
-        "perf": {"pairs": PAIRS, "target_batch_ms": 20, "max_calls": 4096, "warmup_batches": 2},
+        "perf": {"pairs": PAIRS, "target_batch_ms": 20, "max_calls": 4096, "warmup_batches": 2, "graphs": GRAPHS},
         "out": out,
         "pass_env": ["CUDA_VISIBLE_DEVICES", "LD_LIBRARY_PATH", "PATH"],
         "unseen": False,
@@ -108,6 +117,7 @@ def summarize(out):
                 "ratio_median": statistics.median(ratios) if ratios else None,
                 "ratio_min": min(ratios) if ratios else None, "ratio_max": max(ratios) if ratios else None,
                 "calls": c.get("calls_per_batch"), "error": c.get("error"),
+                "timing": c.get("timing"), "graph_error": c.get("graph_error"),
             })
     except OSError:
         pass
@@ -117,11 +127,13 @@ def summarize(out):
 if __name__ == "__main__":
     OUT = sys.argv[1]
     PAIRS = int(sys.argv[2]) if len(sys.argv) > 2 else 10
+    GRAPHS = os.environ.get("ARENA_GRAPHS", "1") != "0"
+    REPS = int(os.environ.get("ARENA_REPS", "1"))
     os.makedirs(OUT, exist_ok=True)
     results = {}
     ONLY = set(sys.argv[3].split(",")) if len(sys.argv) > 3 else None
     for task in TASKS:
-        for variant in VARIANTS:
+        for variant, rep in [(v, r) for v in VARIANTS for r in range(REPS)]:
             if ONLY and f"{task}/{variant}" not in ONLY and task not in ONLY:
                 continue
             work = f"/tmp/tc-{task}-{variant}"
@@ -133,7 +145,7 @@ if __name__ == "__main__":
             s = summarize(out)
             s["wall_s"] = time.time() - t0
             s["stderr_tail"] = p.stderr[-1500:]
-            results[f"{task}/{variant}"] = s
+            results[f"{task}/{variant}" + (f"/{rep}" if REPS > 1 else "")] = s
             cases = s.get("cases") or []
             ratio = [c["ratio_median"] for c in cases if c.get("ratio_median")]
             print(f"{task:12} {variant:9} gates={s.get('gates')} wall={s['wall_s']:.1f}s "
@@ -142,6 +154,7 @@ if __name__ == "__main__":
                 if c.get("error"):
                     print("   ", c["id"], c["error"][:300])
                 else:
-                    print("   ", c["id"], "calls", c.get("calls"))
+                    print("   ", c["id"], c.get("timing"), "calls", c.get("calls"), f"base {c['base_ms']:.4f} ms",
+                          f"ratios {c['ratio_min']:.3f}-{c['ratio_max']:.3f}", str(c.get("graph_error") or "")[:200])
             with open(os.path.join(OUT, "trusted-check.json"), "w") as f:
                 json.dump(results, f, indent=1)

@@ -107,6 +107,11 @@ pub struct PerfSettings {
     pub target_batch_ms: f64,
     pub max_calls: u32,
     pub warmup_batches: u32,
+    /// GPU kernels: each timed batch is captured as a CUDA graph (before its inputs are
+    /// written) and replayed in the timed window, so the time is the GPU's and not the
+    /// Python launch path's. A case where either kernel cannot be captured is timed eagerly,
+    /// both kernels alike, and says why.
+    pub graphs: bool,
 }
 
 impl Default for PerfSettings {
@@ -116,6 +121,7 @@ impl Default for PerfSettings {
             target_batch_ms: 20.0,
             max_calls: 4096,
             warmup_batches: 2,
+            graphs: true,
         }
     }
 }
@@ -249,5 +255,9 @@ mod tests {
         assert_eq!(v["scratch"]["baseline"], "/scratch/60001");
         assert_eq!(v["kernels"]["candidate"], "/arena/kernel/60002");
         assert!(v.get("hidden").is_none());
+        // GPU batches are timed by graph replay unless a job says otherwise (measure.py
+        // reads `perf.graphs`).
+        assert_eq!(v["perf"]["graphs"], true);
+        assert_eq!(v["perf"]["pairs"], 10);
     }
 }

@@ -72,7 +72,7 @@ class CpuData:
                 out.append(_Garbled(str(e)))
         return out
 
-    def after(self, kernel):
+    def after(self, kernel, graph=False):
         pass
 
     def calls_cap(self, args):

@@ -298,11 +298,25 @@ class GpuData:
         return st
 
     def prepare(self, kernel, args_list, wants, timeout):
+        calls = self.assign(kernel, args_list, timeout)
+        self.fill(kernel, calls, args_list)
+        return calls
+
+    def assign(self, kernel, args_list, timeout):
+        """The slots of a batch's calls, their inputs not yet written (a graph is captured
+        over them first, so that nothing the kernel does while capturing can read them)."""
         st = self._ensure(kernel, args_list[0], len(args_list), timeout)
         calls = []
-        for args in args_list:
-            k = st["next"] % st["slots"]
+        for _ in args_list:
+            calls.append({"slot": st["next"] % st["slots"]})
             st["next"] += 1
+        return calls
+
+    def fill(self, kernel, calls, args_list):
+        """Writes each call's arguments into its slot (the kernel process is stopped)."""
+        st = self.state[kernel.role]
+        for call, args in zip(calls, args_list):
+            k = call["slot"]
             for a, x in zip(args, st["layout"]):
                 if isinstance(a, torch.Tensor):
                     c = a.contiguous()
@@ -310,9 +324,7 @@ class GpuData:
                     at = st["pools"][chunk] + j * st["slot_bytes"] + x["offset"]
                     view = tensor_at(at, list(c.shape), list(c.stride()), c.dtype)
                     view.copy_(c)
-            calls.append({"slot": k})
         torch.cuda.synchronize()
-        return calls
 
     def _open(self, d):
         if d["handle"] in self.pool_handles:
@@ -356,8 +368,14 @@ class GpuData:
             outs.append(tuple(got) if item["tuple"] else got[0])
         return outs
 
-    def after(self, kernel):
+    def after(self, kernel, graph=False):
         kernel.request({"op": "release"}, 60)
+        if graph:
+            # A graph's outputs live in a memory pool of its own, new for every batch: their
+            # mappings are of no use to the next batch, and kept they would hold the memory.
+            for p in self.opened.values():
+                self.cu.close(p)
+            self.opened = {}
 
     def fingerprint(self, value):
         if isinstance(value, torch.Tensor):

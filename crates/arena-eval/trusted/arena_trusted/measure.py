@@ -13,6 +13,10 @@ class CheckFailed(Exception):
     """A kernel's output was wrong."""
 
 
+class NotCapturable(Exception):
+    """A kernel's calls could not be captured as a CUDA graph (it is timed eagerly)."""
+
+
 class Session:
     def __init__(self, harness, data, configs, secret, job, hidden):
         self.h = harness
@@ -26,6 +30,7 @@ class Session:
         self.warnings = []
         t = job["timeouts"]
         self.timeout = {g: float(t[g]) for g in t}
+        self.graphs = harness.device == "cuda" and bool(job.get("perf", {}).get("graphs", True))
 
     def _seed(self, *parts):
         h = hashlib.sha256(self.secret)
@@ -59,14 +64,32 @@ class Session:
                 why = f"{why}: {first[:200]}"
             raise CheckFailed(f"{where}: output not comparable ({why})")
 
-    def batch(self, kernel, i, n, purpose, gate):
+    def batch(self, kernel, i, n, purpose, gate, graph=False):
         """Times `n` calls of `kernel` on configuration `i`, each on fresh inputs; checks each
-        output. Returns the batch's seconds by the evaluator's clock and the references."""
+        output. Returns the batch's seconds by the evaluator's clock and the references.
+
+        `graph`: the calls are captured as one CUDA graph first (untimed, before their inputs
+        are written: the kernel cannot compute anything ahead), then the timed request
+        replays it. The clock is still the evaluator's, around the whole request."""
         cases = [self.fresh(i, purpose) for _ in range(n)]
-        calls = self.data.prepare(kernel, [a for a, _ in cases], [w for _, w in cases], self.timeout[gate])
+        args = [a for a, _ in cases]
+        timeout = self.timeout[gate]
+        if graph:
+            calls = self.data.assign(kernel, args, timeout)
+            captured, _ = kernel.request({"op": "capture", "calls": calls}, timeout)
+            if not captured.get("captured"):
+                why = captured.get("kind") if self.hidden else captured.get("why")
+                raise NotCapturable(str(why or "no reason given")[:500])
+            self.data.fill(kernel, calls, args)
+            request = {"op": "replay"}  # small both ways: the timed window holds the replay
+        else:
+            calls = self.data.prepare(kernel, args, [w for _, w in cases], timeout)
+            request = {"op": "run", "calls": calls}
         if gate == "performance":
             self.data.flush()
-        reply, elapsed = kernel.request({"op": "run", "calls": calls}, self.timeout[gate])
+        reply, elapsed = kernel.request(request, timeout)
+        if graph:
+            reply = {"outputs": captured.get("outputs", [])}
         try:
             elapsed += self.data.settle(elapsed)
             outs = self.data.outputs(kernel, calls, reply)
@@ -76,7 +99,7 @@ class Session:
             raise CheckFailed(f"{self.name(i)}: {len(outs)} outputs for {n} calls")
         for k, (got, (_, want)) in enumerate(zip(outs, cases)):
             self.check(got, want, f"{self.name(i)}, call {k + 1} of {n}")
-        self.data.after(kernel)
+        self.data.after(kernel, graph)
         return elapsed, [w for _, w in cases]
 
     # The gates. Each returns (passed, report dict).
@@ -164,18 +187,23 @@ class Session:
                     guess = max(1, min(cap, int(target / max(t1, 1e-7))))
                     t2, _ = self.batch(k, i, guess, "warmup", "performance")
                     n[k.role] = max(1, min(cap, int(target * guess / max(t2, 1e-7))))
+                graph = self._graphs(kernels, i, n, cap, target, case)
                 times = {k.role: [] for k in kernels}
                 for _ in range(pairs):
                     order = list(kernels)
                     self.rng.shuffle(order)
                     for k in order:
-                        t, _ = self.batch(k, i, n[k.role], "performance", "performance")
+                        t, _ = self.batch(k, i, n[k.role], "performance", "performance", graph[k.role])
                         times[k.role].append(1000.0 * t / n[k.role])
                 main = kernels[-1].role
                 case["execution_time_ms"] = statistics.median(times[main])
                 case["samples_ms"] = times[main]
                 case["calls_per_batch"] = n
-                case["method"] = "arena trusted: batches of calls timed by the evaluator, fresh inputs, every output checked"
+                case["timing"] = {r: "graph" if g else "eager" for r, g in graph.items()}
+                case["method"] = (
+                    "arena trusted: batches of calls timed by the evaluator, fresh inputs, every output checked"
+                    + (", each batch a CUDA graph replayed where the kernel can be captured" if any(graph.values()) else "")
+                )
                 if len(kernels) == 2:
                     base = kernels[0].role
                     case["baseline_ms"] = statistics.median(times[base])
@@ -186,6 +214,27 @@ class Session:
             cases.append(case)
         return not failed, cases
 
+    def _graphs(self, kernels, i, n, cap, target, case):
+        """Which kernels configuration `i` times by graph replay: one captured batch of each
+        (untimed here; its outputs are checked), its batches then sized to the target again
+        by the replay's time. A kernel that cannot be captured is timed eagerly, its launch
+        path counted, and the case says why: refusing capture never makes a kernel read
+        faster (the original is the task's, and captures or not alike every time)."""
+        graph = {k.role: False for k in kernels}
+        if not self.graphs:
+            return graph
+        max_calls = int(self.job["perf"]["max_calls"])
+        for k in kernels:
+            try:
+                t, _ = self.batch(k, i, n[k.role], "warmup", "performance", graph=True)
+            except NotCapturable as e:
+                case.setdefault("graph_error", {})[k.role] = str(e)
+                continue
+            graph[k.role] = True
+            # Never fewer calls than eagerly: a replay is not slower per call, and one slow
+            # sizing batch must not leave the case with batches of a few calls.
+            n[k.role] = max(n[k.role], min(cap, max_calls, int(target * n[k.role] / max(t, 1e-7))))
+        return graph
 
 def _jsonable(x):
     if isinstance(x, (list, tuple)):
