@@ -224,29 +224,36 @@ pub fn collect_performance(
     Ok((cases, source))
 }
 
-/// Wall seconds of each kernel's performance runs (by arena's clock), from the gate runner's
-/// record: (original's, agent's), in run order.
-pub fn run_walls(record: &serde_json::Value) -> (Vec<f64>, Vec<f64>) {
-    let (mut b, mut c) = (Vec::new(), Vec::new());
-    for cmd in record
+/// Each performance run in the gate runner's record, in run order: (round, 0 for the
+/// original or 1 for the agent's kernel, wall seconds by arena's clock).
+fn perf_runs(record: &serde_json::Value) -> impl Iterator<Item = (usize, usize, f64)> + '_ {
+    record
         .get("commands")
         .and_then(|c| c.as_array())
         .into_iter()
         .flatten()
-    {
-        let (Some(step), Some(wall)) = (
-            cmd.get("step").and_then(|s| s.as_str()),
-            cmd.get("wall_s").and_then(|w| w.as_f64()),
-        ) else {
-            continue;
-        };
-        if !step.starts_with("perf") {
-            continue;
-        }
-        if step.ends_with(&format!("-{}", BASELINE.name)) {
-            b.push(wall);
-        } else if step.ends_with(&format!("-{}", CANDIDATE.name)) {
-            c.push(wall);
+        .filter_map(|cmd| {
+            let step = cmd.get("step")?.as_str()?;
+            let wall = cmd.get("wall_s")?.as_f64()?;
+            let (round, role) = step.strip_prefix("perf")?.split_once('-')?;
+            let slot = match role {
+                r if r == BASELINE.name => 0,
+                r if r == CANDIDATE.name => 1,
+                _ => return None,
+            };
+            Some((round.parse::<usize>().ok()?, slot, wall))
+        })
+}
+
+/// Wall seconds of each kernel's performance runs (by arena's clock), from the gate runner's
+/// record: (original's, agent's), in run order.
+pub fn run_walls(record: &serde_json::Value) -> (Vec<f64>, Vec<f64>) {
+    let (mut b, mut c) = (Vec::new(), Vec::new());
+    for (_, slot, wall) in perf_runs(record) {
+        if slot == 0 {
+            b.push(wall)
+        } else {
+            c.push(wall)
         }
     }
     (b, c)
@@ -256,32 +263,7 @@ pub fn run_walls(record: &serde_json::Value) -> (Vec<f64>, Vec<f64>) {
 /// record (a run that never ran is absent).
 pub fn round_walls(record: &serde_json::Value) -> BTreeMap<usize, [Option<f64>; 2]> {
     let mut out: BTreeMap<usize, [Option<f64>; 2]> = BTreeMap::new();
-    for cmd in record
-        .get("commands")
-        .and_then(|c| c.as_array())
-        .into_iter()
-        .flatten()
-    {
-        let (Some(step), Some(wall)) = (
-            cmd.get("step").and_then(|s| s.as_str()),
-            cmd.get("wall_s").and_then(|w| w.as_f64()),
-        ) else {
-            continue;
-        };
-        let Some((round, role)) = step
-            .strip_prefix("perf")
-            .and_then(|rest| rest.split_once('-'))
-        else {
-            continue;
-        };
-        let Ok(round) = round.parse::<usize>() else {
-            continue;
-        };
-        let slot = match role {
-            r if r == BASELINE.name => 0,
-            r if r == CANDIDATE.name => 1,
-            _ => continue,
-        };
+    for (round, slot, wall) in perf_runs(record) {
         let w = &mut out.entry(round).or_default()[slot];
         *w = Some(w.unwrap_or(0.0) + wall);
     }

@@ -345,3 +345,11 @@ pub fn messages(h: &crate::engine::RunHandle, kind: arena_proto::v1::EventKind) 
         .map(|e| e.message)
         .collect()
 }
+
+/// The bind mount of `spec` at `dst`, if any.
+pub fn bind_of<'a>(
+    spec: &'a arena_runtime::ContainerSpec,
+    dst: &str,
+) -> Option<&'a arena_runtime::BindMount> {
+    spec.config.binds.iter().find(|b| b.destination == dst)
+}

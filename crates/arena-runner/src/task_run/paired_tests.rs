@@ -4,14 +4,7 @@
 
 use arena_proto::v1::RunState;
 
-use crate::testing::{wait_end, Fixture};
-
-fn bind_of<'a>(
-    spec: &'a arena_runtime::ContainerSpec,
-    dst: &str,
-) -> Option<&'a arena_runtime::BindMount> {
-    spec.config.binds.iter().find(|b| b.destination == dst)
-}
+use crate::testing::{bind_of, wait_end, Fixture};
 
 #[tokio::test]
 async fn an_untouched_kernel_is_paired_with_the_original_in_one_container() {

@@ -4,14 +4,7 @@
 use arena_proto::v1::{EventKind, RunState};
 use arena_run::Trust;
 
-use crate::testing::{messages, Fixture, TASKS};
-
-fn bind_of<'a>(
-    spec: &'a arena_runtime::ContainerSpec,
-    dst: &str,
-) -> Option<&'a arena_runtime::BindMount> {
-    spec.config.binds.iter().find(|b| b.destination == dst)
-}
+use crate::testing::{bind_of, messages, Fixture, TASKS};
 
 #[tokio::test]
 async fn phases_run_in_order_baseline_agent_candidate() {
