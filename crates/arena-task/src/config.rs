@@ -65,6 +65,17 @@ pub struct TaskConfig {
 }
 
 impl TaskConfig {
+    /// The files the agent's work is taken from: `target_file_path` where the task names one
+    /// (torch2hip, hip2hip: the agent writes the target; the source it translates stays the
+    /// task's own, as the reference the target is checked against), else `source_file_path`.
+    pub fn agent_files(&self) -> &[String] {
+        if self.target_file_path.is_empty() {
+            &self.source_file_path
+        } else {
+            &self.target_file_path
+        }
+    }
+
     /// Sources come from outside the task directory (a clone, or the image), so their
     /// existence is checked when the workspace is set up, not when the task is read.
     pub fn sources_external(&self) -> bool {
@@ -125,7 +136,7 @@ impl TaskConfig {
 
         // The agent needs to know what it may edit; only a repository task may say it with
         // `editable_sources` instead.
-        if !has_sources && editable_sources.is_empty() {
+        if !has_sources && editable_sources.is_empty() && repo_url.is_none() {
             r.errors.push(TaskError::field(
                 r.file(),
                 "source_file_path",
@@ -333,8 +344,18 @@ performance_timeout: 600
     fn missing_sources_is_an_error_unless_editable_sources() {
         let text = MINIMAL.replace("source_file_path:\n- source/kernel.py\n", "");
         assert!(one_error(&text).contains("source_file_path: required field is missing"));
-        let text = format!("{text}editable_sources: [a.py]\n");
-        assert!(parse(&text).is_ok());
+        let text2 = format!("{text}editable_sources: [a.py]\n");
+        assert!(parse(&text2).is_ok());
+        // A repository task may leave them out, as AgentKernelArena allows.
+        assert!(parse(&format!("{text}repo_url: https://example.invalid/r.git\n")).is_ok());
+    }
+
+    #[test]
+    fn the_agent_writes_the_target_where_there_is_one() {
+        let c = parse(MINIMAL).unwrap();
+        assert_eq!(c.agent_files(), ["source/kernel.py"]);
+        let c = parse(&format!("{MINIMAL}target_file_path: hip/k.hip\n")).unwrap();
+        assert_eq!(c.agent_files(), ["hip/k.hip"]);
     }
 
     #[test]

@@ -69,11 +69,47 @@ fn normalize_argnames(s: &str) -> String {
         .join(", ")
 }
 
+/// The parametrize decorators that declare the same shapes as `argnames`: those with these
+/// argument names, or as many names starting with the same one (rocmbench's correctness and
+/// performance tests: `SIZE, BLOCK_SIZE, dtype_str` and `SIZE, BLOCK_SIZE_ARG, dtype_str`).
+/// Each declaration once (two decorators may name one list).
+pub fn parametrize_group(src: &str, argnames: &str) -> Vec<ParametrizeDecl> {
+    let want: Vec<&str> = argnames.split(", ").collect();
+    let mut out: Vec<ParametrizeDecl> = Vec::new();
+    for d in parametrize_decorators(src).into_iter().flatten() {
+        let names: Vec<&str> = d.argnames.split(", ").collect();
+        let same = names == want || (names.len() == want.len() && names[0] == want[0]);
+        if same && !out.iter().any(|o| o.decl.span == d.decl.span) {
+            out.push(d);
+        }
+    }
+    out
+}
+
+/// The entries of every decorator of the group, each once, in order.
+fn group_entries(src: &str, argnames: &str) -> Result<Vec<Value>, ShapeError> {
+    let group = parametrize_group(src, argnames);
+    if group.is_empty() {
+        // Not found as a group: the error of the single decorator says why.
+        return Ok(read_parametrize(src, Some(argnames))?.entries);
+    }
+    let mut seen: Vec<String> = Vec::new();
+    let mut out = Vec::new();
+    for e in group.into_iter().flat_map(|d| d.entries) {
+        let key = e.to_python();
+        if !seen.contains(&key) {
+            seen.push(key);
+            out.push(e);
+        }
+    }
+    Ok(out)
+}
+
 /// The visible entries of `decl` in `src` (for `get_inputs()`, one tuple of the constants).
 pub fn visible_entries(src: &str, decl: &Declaration) -> Result<Vec<Value>, ShapeError> {
     match decl {
         Declaration::Assign(name) => Ok(read_decl(src, name)?.entries),
-        Declaration::Parametrize(args) => Ok(read_parametrize(src, Some(args))?.entries),
+        Declaration::Parametrize(args) => group_entries(src, args),
         Declaration::GetInputs => {
             let d = read_get_inputs(src)?;
             Ok(vec![Value::Tuple(
@@ -101,11 +137,19 @@ fn read_local(src: &str, name: &str) -> Result<crate::shapes::ShapeDecl, ShapeEr
 pub fn rewrite(src: &str, decl: &Declaration, entries: &[String]) -> Result<String, ShapeError> {
     match decl {
         Declaration::Assign(name) => Ok(rewrite_source(src, &read_decl(src, name)?, entries)),
-        Declaration::Parametrize(args) => Ok(rewrite_source(
-            src,
-            &read_parametrize(src, Some(args))?.decl,
-            entries,
-        )),
+        Declaration::Parametrize(args) => {
+            // Every decorator of the group, from the last, so earlier spans stay valid.
+            let mut group = parametrize_group(src, args);
+            if group.is_empty() {
+                group.push(read_parametrize(src, Some(args))?);
+            }
+            group.sort_by_key(|d| std::cmp::Reverse(d.decl.span.0));
+            let mut out = src.to_string();
+            for d in group {
+                out = rewrite_source(&out, &d.decl, entries);
+            }
+            Ok(out)
+        }
         Declaration::GetInputs => {
             let [entry] = entries else {
                 return Err(ShapeError::GetInputs {
@@ -170,11 +214,7 @@ fn keyword<'a>(p: &mut Parser<'a>, kw: &str) {
 }
 
 fn read_one_parametrize(src: &str, at: usize) -> Result<ParametrizeDecl, ShapeError> {
-    let mut p = Parser {
-        src,
-        pos: at,
-        name: "parametrize",
-    };
+    let mut p = Parser::at(src, at, "parametrize");
     p.skip();
     if p.peek() != Some('(') {
         return Err(p.not_literal("a decorator without arguments"));
@@ -206,6 +246,20 @@ fn read_one_parametrize(src: &str, at: usize) -> Result<ParametrizeDecl, ShapeEr
     p.skip();
     let start = p.pos;
     let line = p.line();
+    // A name bound to a module-level literal list: that list is the declaration.
+    let ident: String = src[start..]
+        .chars()
+        .take_while(|c| c.is_alphanumeric() || *c == '_')
+        .collect();
+    if !ident.is_empty() && !ident.starts_with(|c: char| c.is_ascii_digit()) {
+        if let Ok(d) = read_decl(src, &ident) {
+            return Ok(ParametrizeDecl {
+                argnames,
+                entries: d.entries.clone(),
+                decl: d,
+            });
+        }
+    }
     if p.peek() != Some('[') {
         let what: String = src[start..]
             .chars()
@@ -380,11 +434,7 @@ pub fn read_get_inputs(src: &str) -> Result<GetInputsDecl, ShapeError> {
             };
             if !lhs.is_empty() && lhs.chars().all(|c| c.is_alphanumeric() || c == '_') {
                 let value_start = offset + line.len() - rhs.len();
-                let mut p = Parser {
-                    src,
-                    pos: value_start,
-                    name: "get_inputs",
-                };
+                let mut p = Parser::at(src, value_start, "get_inputs");
                 p.skip();
                 let start = p.pos;
                 let tail_ok = |end: usize| {
@@ -449,17 +499,33 @@ pub fn read_get_inputs(src: &str) -> Result<GetInputsDecl, ShapeError> {
     })
 }
 
+/// The names `def get_init_inputs()` uses (module constants that size the weights: kept
+/// when an unseen configuration varies the inputs).
+pub fn init_input_names(src: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let mut in_body = false;
+    for line in src.lines() {
+        let body_line = line.starts_with([' ', '\t']) || line.trim().is_empty();
+        if in_body && body_line {
+            for w in identifiers(line.split('#').next().unwrap_or("")) {
+                if !out.iter().any(|o| o == w) {
+                    out.push(w.to_string());
+                }
+            }
+            continue;
+        }
+        in_body = line.starts_with("def get_init_inputs(");
+    }
+    out
+}
+
 /// `src` with each constant of `decl` set from `entry` (a tuple, one integer per constant).
 pub fn rewrite_get_inputs(
     src: &str,
     decl: &GetInputsDecl,
     entry: &str,
 ) -> Result<String, ShapeError> {
-    let mut p = Parser {
-        src: entry,
-        pos: 0,
-        name: "entry",
-    };
+    let mut p = Parser::at(entry, 0, "entry");
     let values: Vec<i64> = match p.value()? {
         Value::Tuple(xs) | Value::List(xs) => xs.iter().filter_map(Value::as_int).collect(),
         Value::Int(i) => vec![i],

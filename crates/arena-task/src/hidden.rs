@@ -8,13 +8,10 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest as _, Sha256};
 
-use crate::declarations::{
-    parametrize_decorators, read_get_inputs, read_parametrize, visible_entries, Declaration,
-};
 use crate::error::TaskError;
-use crate::shapes::{read_decl, ShapeError, Value};
 use crate::task::Task;
-use crate::unseen::{generate, GenOptions, UnseenConfig};
+use crate::unseen::{generate_with, GenOptions, UnseenConfig};
+pub use find::{command_files, find_declaration, FoundDeclaration, NotFound};
 
 pub const SET_SCHEMA: &str = "arena.unseen-set/v1";
 pub const TASK_SCHEMA: &str = "arena.unseen/v1";
@@ -63,15 +60,18 @@ pub enum SkipKind {
     NoDeclaration,
     /// A declaration is there, but it cannot be read or rewritten (computed shapes…).
     Unreadable,
+    /// The shapes are declared only in a file the agent edits, so the agent would choose its
+    /// own unseen configurations.
+    AgentOwned,
     /// Its shapes were read, but no configurations could be made from them.
     GenerationFailed,
 }
 
 impl SkipKind {
     /// Whether a set that skipped the task for this is partial: every kind but a task that
-    /// simply declares no shapes.
+    /// declares no shapes, or declares them where the agent writes.
     pub fn is_failure(self) -> bool {
-        self != SkipKind::NoDeclaration
+        !matches!(self, SkipKind::NoDeclaration | SkipKind::AgentOwned)
     }
 }
 
@@ -107,153 +107,18 @@ pub fn file_name(task_id: &str) -> String {
     format!("{}.json", task_id.replace('/', "__"))
 }
 
-/// Where a task declares its visible shapes: the file (relative to the task), the
-/// declaration, its visible entries, and further files declaring the same (`get_inputs()` in
-/// both of a gpumode task's PyTorch files).
-#[derive(Debug, Clone, PartialEq)]
-pub struct FoundDeclaration {
-    pub file: String,
-    pub declaration: Declaration,
-    pub entries: Vec<Value>,
-    pub also: Vec<String>,
-}
-
-/// The task's Python files an evaluator may rewrite: not the agent's declared sources (the
-/// evaluator binds those from the agent's workspace), sorted.
-fn harness_candidates(task: &Task) -> Result<Vec<String>, String> {
-    let sources: Vec<String> = task
-        .config
-        .source_file_path
-        .iter()
-        .map(|s| s.trim_start_matches("./").to_string())
-        .collect();
-    let mut out: Vec<String> = crate::task_tree(&task.dir)
-        .map_err(|e| e.to_string())?
-        .into_iter()
-        .filter(|e| matches!(e.kind, crate::EntryKind::File { .. }))
-        .map(|e| e.rel)
-        .filter(|rel| rel.ends_with(".py") && !sources.contains(rel))
-        .collect();
-    out.sort();
-    Ok(out)
-}
-
-/// Finds the task's shape declaration, in the order TASK-FORMAT.md lists them: `TEST_SHAPES`
-/// in the task runner, then parametrize lists, then `get_inputs()`. A declaration that exists
-/// but is computed is an error naming it (never passed over for a weaker one).
-pub fn find_declaration(task: &Task) -> Result<FoundDeclaration, String> {
-    let harness = task
-        .config
-        .harness_path
-        .clone()
-        .unwrap_or_else(|| DEFAULT_HARNESS.to_string());
-    let read = |rel: &str| {
-        let p = task.dir.join(rel);
-        std::fs::read_to_string(&p).map_err(|e| format!("{}: {e}", p.display()))
-    };
-    let at = |rel: &str, e: ShapeError| format!("{}: {e}", task.dir.join(rel).display());
-    if task.dir.join(&harness).is_file() {
-        let src = read(&harness)?;
-        match read_decl(&src, DECLARATION) {
-            Ok(d) => {
-                return Ok(FoundDeclaration {
-                    file: harness,
-                    declaration: Declaration::Assign(DECLARATION.into()),
-                    entries: d.entries,
-                    also: Vec::new(),
-                })
-            }
-            Err(ShapeError::NotFound(_)) => {}
-            Err(e) => return Err(at(&harness, e)),
-        }
-    }
-    let files = harness_candidates(task)?;
-    for rel in &files {
-        let src = read(rel)?;
-        if parametrize_decorators(&src).is_empty() {
-            continue;
-        }
-        match read_parametrize(&src, None) {
-            Ok(d) => {
-                return Ok(FoundDeclaration {
-                    file: rel.clone(),
-                    declaration: Declaration::Parametrize(d.argnames),
-                    entries: d.entries,
-                    also: Vec::new(),
-                })
-            }
-            Err(e) => return Err(at(rel, e)),
-        }
-    }
-    // Every file with a `get_inputs()` must declare the same (a gpumode task's functional and
-    // module files are rewritten alike): the constants it uses, or its local list.
-    let mut found: Option<(FoundDeclaration, String)> = None;
-    for rel in &files {
-        let src = read(rel)?;
-        let (declaration, key) = match read_get_inputs(&src) {
-            Ok(d) => {
-                let names: Vec<String> = d.constants.iter().map(|c| c.name.clone()).collect();
-                (Declaration::GetInputs, names.join(", "))
-            }
-            Err(ShapeError::NoGetInputs) => continue,
-            Err(e) => match crate::declarations::local::read_local_list(&src) {
-                Ok(l) => {
-                    let shown: Vec<String> = l.entries.iter().map(Value::to_python).collect();
-                    let key = format!("`{}` = [{}]", l.name, shown.join(", "));
-                    (Declaration::Local(l.name), key)
-                }
-                Err(_) => return Err(at(rel, e)),
-            },
-        };
-        match &mut found {
-            None => {
-                let entries = visible_entries(&src, &declaration).map_err(|e| at(rel, e))?;
-                found = Some((
-                    FoundDeclaration {
-                        file: rel.clone(),
-                        declaration,
-                        entries,
-                        also: Vec::new(),
-                    },
-                    key,
-                ));
-            }
-            Some((f, first)) if *first == key && f.declaration == declaration => {
-                f.also.push(rel.clone())
-            }
-            Some((f, first)) => {
-                return Err(format!(
-                    "{} and {}: get_inputs() declares different shapes ({first} vs {key}); \
-                     both files would have to be rewritten alike",
-                    f.file, rel,
-                ))
-            }
-        }
-    }
-    if let Some((f, _)) = found {
-        return Ok(f);
-    }
-    Err(format!(
-        "{NO_DECLARATION}: no `{DECLARATION} = [...]` in {harness}, no \
-         `@pytest.mark.parametrize` list and no `def get_inputs()` in the task's other Python files"
-    ))
-}
-
 /// Reads the visible declaration of a task and generates its configurations.
 pub fn task_unseen(task: &Task, opts: GenOptions) -> Result<TaskUnseen, String> {
     classified(task, opts).map_err(|(_, reason)| reason)
 }
 
 fn classified(task: &Task, opts: GenOptions) -> Result<TaskUnseen, (SkipKind, String)> {
-    let found = find_declaration(task).map_err(|r| {
-        let kind = if r.starts_with(NO_DECLARATION) {
-            SkipKind::NoDeclaration
-        } else {
-            SkipKind::Unreadable
-        };
-        (kind, r)
+    let found = find_declaration(task).map_err(|r| match r {
+        NotFound::None(r) => (SkipKind::NoDeclaration, r),
+        NotFound::Unreadable(r) => (SkipKind::Unreadable, r),
+        NotFound::AgentOwned(r) => (SkipKind::AgentOwned, r),
     })?;
-    let configs = generate(&task.id, &found.entries, opts).map_err(|e| {
+    let configs = generate_with(&task.id, &found.entries, &found.hints, opts).map_err(|e| {
         (
             SkipKind::GenerationFailed,
             format!("{}: {e}", task.dir.join(&found.file).display()),
@@ -267,6 +132,22 @@ fn classified(task: &Task, opts: GenOptions) -> Result<TaskUnseen, (SkipKind, St
         also: found.also,
         configs,
     })
+}
+
+/// What the configurations of `set` break of the rules the task's visible configurations
+/// obey (`task: config: why`); empty when none breaks any.
+pub fn set_violations(task: &Task, set: &TaskUnseen) -> Result<Vec<String>, String> {
+    let found = find_declaration(task).map_err(|e| format!("{e:?}"))?;
+    let mut out = Vec::new();
+    for (i, c) in set.configs.iter().enumerate() {
+        for why in crate::unseen::violations(&found.entries, &found.hints, &c.entry) {
+            out.push(format!(
+                "{}: configuration {i} `{}`: {why}",
+                task.id, c.entry
+            ));
+        }
+    }
+    Ok(out)
 }
 
 fn io(path: &Path, e: std::io::Error) -> TaskError {
@@ -401,5 +282,6 @@ pub fn verify_set(dir: &Path) -> Result<Manifest, TaskError> {
     Ok(m)
 }
 
+mod find;
 #[cfg(test)]
 mod tests;

@@ -16,6 +16,8 @@ pub enum Value {
     None,
     Tuple(Vec<Value>),
     List(Vec<Value>),
+    /// `{"M": 1, "N": 4}` or `dict(M=1, N=4)`: string keys, in source order.
+    Dict(Vec<(String, Value)>),
 }
 
 impl Value {
@@ -70,6 +72,18 @@ impl Value {
             Value::None => out.push_str("None"),
             Value::Tuple(items) => seq(out, items, '(', ')', true),
             Value::List(items) => seq(out, items, '[', ']', false),
+            Value::Dict(items) => {
+                out.push('{');
+                for (i, (k, v)) in items.iter().enumerate() {
+                    if i > 0 {
+                        out.push_str(", ");
+                    }
+                    Value::Str(k.clone()).write_python(out);
+                    out.push_str(": ");
+                    v.write_python(out);
+                }
+                out.push('}');
+            }
         }
     }
 }
@@ -109,9 +123,21 @@ pub(crate) struct Parser<'a> {
     pub(crate) src: &'a str,
     pub(crate) pos: usize,
     pub(crate) name: &'a str,
+    /// A name bound to a value while the element of a comprehension is read
+    /// (`[(98432, 1024, d) for d in ["float16", "float32"]]`).
+    bound: Option<(String, Value)>,
 }
 
 impl<'a> Parser<'a> {
+    pub(crate) fn at(src: &'a str, pos: usize, name: &'a str) -> Parser<'a> {
+        Parser {
+            src,
+            pos,
+            name,
+            bound: None,
+        }
+    }
+
     pub(crate) fn line(&self) -> usize {
         self.src[..self.pos].matches('\n').count() + 1
     }
@@ -153,6 +179,8 @@ impl<'a> Parser<'a> {
             message: "unexpected end of file".into(),
         })?;
         match c {
+            '{' => self.dict_literal(),
+            '[' if self.comprehension_ahead() => self.comprehension(),
             '[' | '(' => {
                 let close = if c == '[' { ']' } else { ')' };
                 self.pos += 1;
@@ -217,8 +245,16 @@ impl<'a> Parser<'a> {
                             _ => Value::None,
                         })
                     }
+                    "dict" if self.src[self.pos + 4..].starts_with('(') => self.dict_call(),
                     "" => Err(self.not_literal(format!("`{c}`"))),
-                    w => Err(self.not_literal(format!("the name `{w}`"))),
+                    w => match &self.bound {
+                        Some((n, v)) if n == w => {
+                            let v = v.clone();
+                            self.pos += w.len();
+                            Ok(v)
+                        }
+                        _ => Err(self.not_literal(format!("the name `{w}`"))),
+                    },
                 }
             }
         }
@@ -302,11 +338,7 @@ pub fn read_decl(src: &str, name: &str) -> Result<ShapeDecl, ShapeError> {
         });
         if let Some(value) = assign {
             let value_start = offset + line.len() - value.len();
-            let mut p = Parser {
-                src,
-                pos: value_start,
-                name,
-            };
+            let mut p = Parser::at(src, value_start, name);
             p.skip();
             let start = p.pos;
             let line_no = src[..offset].matches('\n').count() + 1;
@@ -349,6 +381,30 @@ pub fn read_decl(src: &str, name: &str) -> Result<ShapeDecl, ShapeError> {
     Err(ShapeError::NotFound(name.into()))
 }
 
+/// Every module-level `NAME = [...]` whose value is a literal list, in source order (the
+/// candidates for a shape declaration under another name than `TEST_SHAPES`).
+pub fn module_lists(src: &str) -> Vec<(String, Vec<Value>)> {
+    let mut out: Vec<(String, Vec<Value>)> = Vec::new();
+    for line in src.lines() {
+        let name: String = line
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect();
+        if name.is_empty() || name.starts_with(|c: char| c.is_ascii_digit()) {
+            continue;
+        }
+        let rest = line[name.len()..].trim_start();
+        let value = rest.strip_prefix('=').filter(|v| !v.starts_with('='));
+        if value.is_some_and(|v| v.trim_start().starts_with('[')) {
+            if let Ok(d) = read_decl(src, &name) {
+                out.retain(|(n, _)| n != &name);
+                out.push((name, d.entries));
+            }
+        }
+    }
+    out
+}
+
 /// The source with the declaration's literal replaced by `entries` (one per line).
 pub fn rewrite(src: &str, decl: &ShapeDecl, entries: &[Value]) -> String {
     let mut lit = String::from("[\n");
@@ -370,5 +426,6 @@ pub fn rewrite_source(src: &str, decl: &ShapeDecl, entries: &[String]) -> String
     format!("{}{}{}", &src[..decl.span.0], lit, &src[decl.span.1..])
 }
 
+mod compound;
 #[cfg(test)]
 mod tests;

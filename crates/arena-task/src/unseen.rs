@@ -5,6 +5,8 @@
 use serde::{Deserialize, Serialize};
 
 use crate::shapes::Value;
+use rules::leaf_names;
+pub use rules::{Hints, Role, Rules};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -75,7 +77,7 @@ pub enum GenError {
     Empty,
     #[error("entries differ in form (entry {index} is `{entry}`); cannot infer dimension roles")]
     Mixed { index: usize, entry: String },
-    #[error("no integer dimensions in the visible shapes")]
+    #[error("no problem dimensions in the visible shapes (every integer is a launch parameter, a flag or a weight size)")]
     NoDimensions,
 }
 
@@ -104,9 +106,10 @@ fn fnv(s: &str) -> u64 {
 }
 
 /// The flattened form of an entry: integer dimensions and the other leaves (dtypes, flags).
-fn leaves(v: &Value, out: &mut Vec<Value>) {
+pub(crate) fn leaves(v: &Value, out: &mut Vec<Value>) {
     match v {
         Value::Tuple(xs) | Value::List(xs) => xs.iter().for_each(|x| leaves(x, out)),
+        Value::Dict(items) => items.iter().for_each(|(_, x)| leaves(x, out)),
         other => out.push(other.clone()),
     }
 }
@@ -116,6 +119,12 @@ fn rebuild(template: &Value, flat: &mut std::slice::Iter<'_, Value>) -> Value {
     match template {
         Value::Tuple(xs) => Value::Tuple(xs.iter().map(|x| rebuild(x, flat)).collect()),
         Value::List(xs) => Value::List(xs.iter().map(|x| rebuild(x, flat)).collect()),
+        Value::Dict(items) => Value::Dict(
+            items
+                .iter()
+                .map(|(k, x)| (k.clone(), rebuild(x, flat)))
+                .collect(),
+        ),
         _ => flat.next().cloned().unwrap_or(Value::None),
     }
 }
@@ -124,6 +133,14 @@ fn form(v: &Value) -> String {
     match v {
         Value::Tuple(xs) => format!("({})", xs.iter().map(form).collect::<Vec<_>>().join(",")),
         Value::List(xs) => format!("[{}]", xs.iter().map(form).collect::<Vec<_>>().join(",")),
+        Value::Dict(items) => format!(
+            "{{{}}}",
+            items
+                .iter()
+                .map(|(k, x)| format!("{k}:{}", form(x)))
+                .collect::<Vec<_>>()
+                .join(",")
+        ),
         Value::Int(_) => "i".into(),
         _ => "v".into(),
     }
@@ -184,6 +201,16 @@ pub fn generate(
     visible: &[Value],
     opts: GenOptions,
 ) -> Result<Vec<UnseenConfig>, GenError> {
+    generate_with(task_id, visible, &Hints::default(), opts)
+}
+
+/// [`generate`] with the names the code gives the entries' components ([`rules`]).
+pub fn generate_with(
+    task_id: &str,
+    visible: &[Value],
+    hints: &Hints,
+    opts: GenOptions,
+) -> Result<Vec<UnseenConfig>, GenError> {
     let mut groups: Vec<Vec<Value>> = Vec::new();
     for v in visible {
         match groups.iter_mut().find(|g| form(&g[0]) == form(v)) {
@@ -192,7 +219,7 @@ pub fn generate(
         }
     }
     if groups.len() <= 1 {
-        return generate_form(task_id, visible, opts, 0);
+        return generate_form(task_id, visible, hints, opts, 0);
     }
     let mut out = Vec::new();
     let mut offset = 0;
@@ -205,7 +232,7 @@ pub fn generate(
             per_task: share,
             ..opts
         };
-        let made = generate_form(&format!("{task_id}#{k}"), g, sub, offset)?;
+        let made = generate_form(&format!("{task_id}#{k}"), g, hints, sub, offset)?;
         offset += made.len();
         out.extend(made);
     }
@@ -219,6 +246,7 @@ pub fn generate(
 fn generate_form(
     task_id: &str,
     visible: &[Value],
+    hints: &Hints,
     opts: GenOptions,
     offset: usize,
 ) -> Result<Vec<UnseenConfig>, GenError> {
@@ -240,9 +268,8 @@ fn generate_form(
             f
         })
         .collect();
-    let dim_pos: Vec<usize> = (0..flats[0].len())
-        .filter(|&i| flats[0][i].as_int().is_some())
-        .collect();
+    let rules = Rules::infer(&flats, &leaf_names(first, hints), hints);
+    let dim_pos = rules.free();
     if dim_pos.is_empty() {
         return Err(GenError::NoDimensions);
     }
@@ -284,7 +311,15 @@ fn generate_form(
     };
     let max_work = flats.iter().map(|f| work(f)).fold(1.0, f64::max) * opts.max_scale;
     let mut rng = Rng(opts.seed ^ fnv(task_id));
-    let visible_src: Vec<String> = visible.iter().map(Value::to_python).collect();
+    // Configurations compared without their labels: visible ones and those made so far.
+    let unlabeled = |f: &[Value]| {
+        let mut f = f.to_vec();
+        for &l in &rules.labels {
+            f[l] = Value::None;
+        }
+        rebuild(first, &mut f.iter()).to_python()
+    };
+    let mut seen: Vec<String> = flats.iter().map(|f| unlabeled(f)).collect();
     let mut out: Vec<UnseenConfig> = Vec::new();
     let mut attempts = 0;
     let (mut made, mut failed) = ([0usize; 6], [0usize; 6]);
@@ -318,24 +353,47 @@ fn generate_form(
                 }
             }
             Category::ScaleUp => {
-                f = largest.clone();
+                // The largest configuration, or where that grown would not fit, the one
+                // holding the dominant dimension's largest value.
                 let k = rng.pick(&[2, 3, 4]);
+                f = largest.clone();
+                let mut grown = f.clone();
+                set(&mut grown, dominant, max_of(dominant) * k);
+                if memory_estimate(&grown) > opts.memory_budget {
+                    f = flats
+                        .iter()
+                        .filter(|g| g[dominant].as_int() == Some(max_of(dominant)))
+                        .min_by_key(|g| memory_estimate(g))
+                        .expect("the largest value is held by one")
+                        .clone();
+                }
                 set(&mut f, dominant, max_of(dominant) * k);
             }
             Category::ScaleDown => {
+                // The largest dimension that can still shrink below its visible smallest
+                // and stay a multiple of what it must be.
                 f = smallest.clone();
                 let k = rng.pick(&[2, 4, 8]);
-                set(&mut f, dominant, (min_of(dominant) / k).max(1));
+                let p = dim_pos
+                    .iter()
+                    .copied()
+                    .filter(|&p| min_of(p) >= 2 * rules.multiple_of(p))
+                    .max_by_key(|&p| (max_of(p), std::cmp::Reverse(p)))
+                    .unwrap_or(dominant);
+                let m = rules.multiple_of(p);
+                set(&mut f, p, (min_of(p) / k / m * m).max(m));
             }
             Category::AlignmentStress => {
                 for &p in &dim_pos {
-                    // A prime near the visible range of this dimension.
-                    let hi = max_of(p).max(3);
+                    // An odd prime number of the dimension's required multiple, near its
+                    // visible range: a multiple of nothing larger.
+                    let m = rules.multiple_of(p);
+                    let hi = (max_of(p) / m).max(3);
                     let near: Vec<i64> = PRIMES.iter().copied().filter(|&q| q <= hi * 2).collect();
                     set(
                         &mut f,
                         p,
-                        rng.pick(if near.is_empty() { PRIMES } else { &near }),
+                        m * rng.pick(if near.is_empty() { PRIMES } else { &near }),
                     );
                 }
             }
@@ -351,7 +409,10 @@ fn generate_form(
                         set(&mut f, dim_pos[1], 65536);
                     }
                 } else {
-                    set(&mut f, dim_pos[0], rng.pick(&[65537, 131071]));
+                    // One step of the required multiple past two or three times the
+                    // visible largest: long, and a round size plus a remainder.
+                    let (p, m) = (dim_pos[0], rules.multiple_of(dim_pos[0]));
+                    set(&mut f, p, rng.pick(&[2, 3]) * max_of(p).max(32768) + m);
                 }
             }
             Category::ProductionRealistic => {
@@ -400,20 +461,56 @@ fn generate_form(
                 }
             }
         }
-        if memory_estimate(&f) > opts.memory_budget || work(&f) > max_work {
+        rules.snap(&mut f);
+        if memory_estimate(&f) > opts.memory_budget
+            || work(&f) > max_work
+            || !rules.violations(&f, &flats).is_empty()
+        {
             failed[pick] += 1;
             continue;
+        }
+        let key = unlabeled(&f);
+        if seen.contains(&key) {
+            failed[pick] += 1;
+            continue;
+        }
+        seen.push(key);
+        // A label names the configuration by its place in the set, never a visible one's.
+        for &l in &rules.labels {
+            f[l] = Value::Str(format!("unseen{}", out.len()));
         }
         let entry = rebuild(first, &mut f.iter()).to_python();
-        if visible_src.contains(&entry) || out.iter().any(|o| o.entry == entry) {
-            failed[pick] += 1;
-            continue;
-        }
         made[pick] += 1;
         out.push(UnseenConfig { category, entry });
     }
     Ok(out)
 }
 
+pub mod rules;
 #[cfg(test)]
 mod tests;
+
+/// What a configuration (Python source) breaks of the rules its visible configurations of the
+/// same form obey ([`rules`]); empty when it keeps them all. A form no visible entry has is
+/// itself a violation.
+pub fn violations(visible: &[Value], hints: &Hints, entry: &str) -> Vec<String> {
+    let parsed = match crate::shapes::Parser::at(entry, 0, "entry").value() {
+        Ok(v) => v,
+        Err(e) => return vec![format!("`{entry}` cannot be read: {e}")],
+    };
+    let same: Vec<&Value> = visible
+        .iter()
+        .filter(|v| form(v) == form(&parsed))
+        .collect();
+    let Some(first) = same.first() else {
+        return vec![format!("`{entry}` has a form no visible configuration has")];
+    };
+    let flat = |v: &Value| {
+        let mut f = Vec::new();
+        leaves(v, &mut f);
+        f
+    };
+    let flats: Vec<Vec<Value>> = same.iter().map(|v| flat(v)).collect();
+    let rules = Rules::infer(&flats, &leaf_names(first, hints), hints);
+    rules.violations(&flat(&parsed), &flats)
+}

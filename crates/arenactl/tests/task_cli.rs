@@ -353,8 +353,10 @@ fn unseen_sets_are_sealed_and_reproducible() {
     assert_eq!(again.status.code(), Some(1));
     assert!(stderr(&again).contains("not empty"), "{}", stderr(&again));
     let f = tmp.path().join("a/python2python__arena__prefix_sum.json");
-    let text = std::fs::read_to_string(&f).unwrap().replacen("(1", "(2", 1);
-    std::fs::write(&f, text).unwrap();
+    let text = std::fs::read_to_string(&f).unwrap();
+    let tampered = text.replacen("\"entry\": \"(", "\"entry\": \"(9", 1);
+    assert_ne!(tampered, text);
+    std::fs::write(&f, tampered).unwrap();
     let d = arenactl(&["unseen", "digest", "a"], tmp.path());
     assert_eq!(d.status.code(), Some(1));
     assert!(

@@ -381,7 +381,7 @@ impl TaskRun<'_> {
         let dir = self.ctx.rundir.item_dir(self.item);
         stage_sources(
             &dir.join("workspace"),
-            &self.task.config.source_file_path,
+            self.task.config.agent_files(),
             &dir.join("staged/candidate"),
         )
         .map_err(|e| e.to_string())
@@ -396,7 +396,7 @@ impl TaskRun<'_> {
         let _ = std::fs::remove_dir_all(&stage);
         Ok(stage_sources(
             &dir.join("staged/candidate"),
-            &self.task.config.source_file_path,
+            self.task.config.agent_files(),
             &stage,
         )
         .ok())

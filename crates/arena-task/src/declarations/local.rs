@@ -50,11 +50,11 @@ pub fn read_local_list(src: &str) -> Result<ShapeDecl, ShapeError> {
         // `for b, d in [(512, 16384), …]:` walks a literal list too (KernelBench-style).
         if let Some(rest) = trimmed.strip_prefix("for ") {
             if let Some(at) = rest.find(" in [") {
-                let mut p = Parser {
+                let mut p = Parser::at(
                     src,
-                    pos: offset + (line.len() - rest.len()) + at + 4,
-                    name: "get_inputs",
-                };
+                    offset + (line.len() - rest.len()) + at + 4,
+                    "get_inputs",
+                );
                 let start = p.pos;
                 if let Ok(Value::List(entries)) = p.value() {
                     let end = p.pos;
@@ -76,11 +76,7 @@ pub fn read_local_list(src: &str) -> Result<ShapeDecl, ShapeError> {
         if let Some((lhs, rhs)) = trimmed.split_once('=') {
             let lhs = lhs.split(':').next().unwrap_or("").trim();
             if identifier(lhs) && !rhs.starts_with('=') && rhs.trim_start().starts_with('[') {
-                let mut p = Parser {
-                    src,
-                    pos: offset + line.len() - rhs.len(),
-                    name: "get_inputs",
-                };
+                let mut p = Parser::at(src, offset + line.len() - rhs.len(), "get_inputs");
                 p.skip();
                 let start = p.pos;
                 if let Ok(Value::List(entries)) = p.value() {

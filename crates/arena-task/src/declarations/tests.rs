@@ -163,3 +163,32 @@ fn get_inputs_refusals() {
     assert_eq!(d.constants[0].value, 8);
     assert_eq!(d.constants[0].line, 2);
 }
+
+#[test]
+fn a_correctness_and_a_performance_parametrize_are_rewritten_alike() {
+    let src = "PERF = [(2048, 2048)]\n\
+@pytest.mark.parametrize('M, N', [(1, 1), (128, 1)])\ndef test_c(M, N): pass\n\
+@pytest.mark.parametrize('M, N', PERF)\n@pytest.mark.parametrize('dtype_str', ['fp16'])\ndef test_p(M, N, dtype_str): pass\n\
+@pytest.mark.parametrize('SIZE,BLOCK_SIZE,dtype_str', [(98432, 1024, d) for d in ['float16']])\ndef test_a(): pass\n\
+@pytest.mark.parametrize('SIZE,BLOCK_SIZE_ARG,dtype_str', [(4096, 512, 'float32')])\ndef test_b(): pass\n";
+    let d = Declaration::Parametrize("M, N".into());
+    assert_eq!(
+        visible_entries(src, &d)
+            .unwrap()
+            .iter()
+            .map(Value::to_python)
+            .collect::<Vec<_>>(),
+        ["(1, 1)", "(128, 1)", "(2048, 2048)"]
+    );
+    let out = rewrite(src, &d, &["(7, 9)".to_string()]).unwrap();
+    assert_eq!(out.matches("(7, 9)").count(), 2, "{out}");
+    assert!(
+        !out.contains("(128, 1)") && !out.contains("(2048, 2048)"),
+        "{out}"
+    );
+    // Argument names that differ after the first name are one group too.
+    let s = Declaration::Parametrize("SIZE, BLOCK_SIZE, dtype_str".into());
+    let out = rewrite(src, &s, &["(5, 1024, \"float16\")".to_string()]).unwrap();
+    assert_eq!(out.matches("(5, 1024, \"float16\")").count(), 2, "{out}");
+    assert!(!out.contains("98432") && !out.contains("4096"), "{out}");
+}

@@ -1,4 +1,5 @@
 use super::*;
+use crate::declarations::Declaration;
 
 fn sample_tasks() -> Vec<Task> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tasks");
@@ -182,4 +183,60 @@ fn a_local_list_of_get_inputs_is_the_declaration_of_every_file_holding_it() {
     let back = crate::declarations::visible_entries(&out, &decl).unwrap();
     assert_eq!(back.len(), 8);
     assert!(out.contains("    for shape in configs:\n"));
+}
+
+#[test]
+fn the_file_the_commands_run_is_read_and_names_give_roles() {
+    // A flydsl-style harness: dict entries under TEST_SHAPES' sibling name, a derived list,
+    // a block size that must not move, and the agent's file with a list of its own.
+    let harness = "ALL_SHAPES = [\n    {\"name\": \"a\", \"M\": 256, \"N\": 4096, \"BLOCK_N\": 128},\n    {\"name\": \"b\", \"M\": 1024, \"N\": 8192, \"BLOCK_N\": 256},\n]\nHARNESS_SHAPES = ALL_SHAPES[:25]\n";
+    let (_d, task) = task_with(
+        &[
+            ("kernel.py", "EVAL_CONFIGS = [(1, 2)]\n"),
+            ("test_kernel_harness.py", harness),
+        ],
+        "kernel.py",
+    );
+    let u = task_unseen(&task, GenOptions::default()).unwrap();
+    assert_eq!(
+        (u.harness.as_str(), u.declaration.as_str()),
+        ("test_kernel_harness.py", "ALL_SHAPES")
+    );
+    for c in &u.configs {
+        // Block sizes as a visible configuration has them; labels the configuration's own.
+        assert!(
+            c.entry.contains("\"BLOCK_N\": 128") || c.entry.contains("\"BLOCK_N\": 256"),
+            "{c:?}"
+        );
+        assert!(c.entry.starts_with("{\"name\": \"unseen"), "{c:?}");
+    }
+    assert!(set_violations(&task, &u).unwrap().is_empty());
+    // A hand-made configuration that moves the block size or breaks the N multiple is named.
+    let bad = TaskUnseen {
+        configs: vec![crate::unseen::UnseenConfig {
+            category: crate::unseen::Category::ScaleUp,
+            entry: "{\"name\": \"x\", \"M\": 512, \"N\": 4100, \"BLOCK_N\": 64}".into(),
+        }],
+        ..u.clone()
+    };
+    let v = set_violations(&task, &bad).unwrap();
+    assert_eq!(v.len(), 2, "{v:?}");
+    assert!(v[0].contains("N = 4100"), "{v:?}");
+    assert!(v[1].contains("BLOCK_N"), "{v:?}");
+
+    // Shapes only in the agent's own file: refused by name, not generated.
+    let (_d, task) = task_with(
+        &[
+            ("kernel.py", "EVAL_CONFIGS = [(1, 2), (4, 8)]\n"),
+            (
+                "test_kernel_harness.py",
+                "from kernel import EVAL_CONFIGS\n",
+            ),
+        ],
+        "kernel.py",
+    );
+    match find_declaration(&task) {
+        Err(NotFound::AgentOwned(why)) => assert!(why.contains("kernel.py"), "{why}"),
+        other => panic!("{other:?}"),
+    }
 }

@@ -70,7 +70,7 @@ fn computed_shapes_are_refused() {
     for (src, what) in [
         (
             "TEST_SHAPES = [(n, 2 * n) for n in SIZES]\n",
-            "the name `n`",
+            "the name `SIZES`",
         ),
         ("TEST_SHAPES = [(B, 128)]\n", "the name `B`"),
         ("TEST_SHAPES = [(2 * 1024, 8)]\n", "arithmetic `2 * …`"),
@@ -124,4 +124,52 @@ fn the_sample_tasks_declarations_read() {
         let d = read_decl(&src, "TEST_SHAPES").unwrap();
         assert_eq!(d.entries.len(), n, "{task}");
     }
+}
+
+#[test]
+fn dicts_and_comprehensions_over_literals_are_read() {
+    let d = read_decl(
+        "CASES = [\n    {\"name\": \"a\", \"M\": 1, \"N\": 4},\n    dict(m=256, n=512, dtype_str=\"bfloat16\"),\n]\n",
+        "CASES",
+    )
+    .unwrap();
+    assert_eq!(
+        d.entries[1],
+        Value::Dict(vec![
+            ("m".into(), Value::Int(256)),
+            ("n".into(), Value::Int(512)),
+            ("dtype_str".into(), Value::Str("bfloat16".into())),
+        ])
+    );
+    assert_eq!(
+        d.entries[0].to_python(),
+        "{\"name\": \"a\", \"M\": 1, \"N\": 4}"
+    );
+    let c = read_decl(
+        "S = [(98432, 1024, d) for d in ['float16', 'float32']]\n",
+        "S",
+    )
+    .unwrap();
+    assert_eq!(
+        c.entries.iter().map(Value::to_python).collect::<Vec<_>>(),
+        ["(98432, 1024, \"float16\")", "(98432, 1024, \"float32\")"]
+    );
+    // A condition, a name the element does not bind, a dict with a computed key: refused.
+    for src in [
+        "S = [(n, 2) for n in [1, 2] if n]\n",
+        "S = [(n, m) for n in [1, 2]]\n",
+        "S = [{k: 1}]\n",
+    ] {
+        assert!(
+            matches!(read_decl(src, "S"), Err(ShapeError::NotLiteral { .. })),
+            "{src}"
+        );
+    }
+    assert_eq!(
+        module_lists("A_SHAPES = [(1, 2)]\nB = f()\nC = [3]\n")
+            .iter()
+            .map(|(n, _)| n.as_str())
+            .collect::<Vec<_>>(),
+        ["A_SHAPES", "C"]
+    );
 }

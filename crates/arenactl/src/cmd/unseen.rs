@@ -86,11 +86,13 @@ fn generate(
             m.skipped.len()
         );
         println!(
-            "coverage: {} of {} tasks have a set ({} declare no shapes, {} could not be read or \
-             generated); {} of {} sets cover all {} categories",
+            "coverage: {} of {} tasks have a set ({} declare no shapes, {} declare them only \
+             where the agent writes, {} could not be read or generated); {} of {} sets cover \
+             all {} categories",
             cov.with_set,
             cov.tasks,
             cov.no_declaration,
+            cov.agent_owned,
             cov.failed,
             cov.all_categories,
             cov.with_set,
@@ -111,6 +113,8 @@ struct Coverage {
     tasks: usize,
     with_set: usize,
     no_declaration: usize,
+    /// Declared only in files the agent edits.
+    agent_owned: usize,
     failed: usize,
     all_categories: usize,
     categories: BTreeMap<String, Vec<&'static str>>,
@@ -131,10 +135,16 @@ fn coverage(m: &Manifest, out: &Path, tasks: usize) -> anyhow::Result<Coverage> 
         .iter()
         .filter(|s| s.kind.is_none_or(|k| k.is_failure()))
         .count();
+    let agent_owned = m
+        .skipped
+        .iter()
+        .filter(|s| s.kind == Some(SkipKind::AgentOwned))
+        .count();
     Ok(Coverage {
         tasks,
         with_set: m.files.len(),
-        no_declaration: m.skipped.len() - failed,
+        no_declaration: m.skipped.len() - failed - agent_owned,
+        agent_owned,
         failed,
         all_categories: categories
             .values()
