@@ -186,50 +186,28 @@ fn get_inputs(files: &[(String, String)]) -> Result<Option<FoundDeclaration>, St
     for (rel, src) in files {
         // A literal list `get_inputs()` walks is the declaration even where the body also
         // uses a module constant (KernelBench's `features`, fixed by get_init_inputs()).
-        if let Ok(l) = crate::declarations::local::read_local_list(src) {
-            let shown: Vec<String> = l.entries.iter().map(Value::to_python).collect();
-            let key = format!("`{}` = [{}]", l.name, shown.join(", "));
-            let hints = Hints {
-                names: loop_names_before(src, l.span.0),
-                fixed: init_input_names(src),
-            };
-            let f = FoundDeclaration {
-                file: rel.clone(),
-                declaration: Declaration::Local(l.name),
-                entries: l.entries,
-                also: Vec::new(),
-                hints,
-            };
-            match &mut found {
-                None => found = Some((f, key)),
-                Some((first, k)) if *k == key && first.declaration == f.declaration => {
-                    first.also.push(rel.clone())
-                }
-                Some((first, k)) => {
-                    return Err(format!(
-                        "{} and {}: get_inputs() declares different shapes ({k} vs {key}); \
-                         both files would have to be rewritten alike",
-                        first.file, rel,
-                    ))
-                }
+        let (declaration, key, hints) = match crate::declarations::local::read_local_list(src) {
+            Ok(l) => {
+                let shown: Vec<String> = l.entries.iter().map(Value::to_python).collect();
+                let key = format!("`{}` = [{}]", l.name, shown.join(", "));
+                let hints = Hints {
+                    names: loop_names_before(src, l.span.0),
+                    fixed: init_input_names(src),
+                };
+                (Declaration::Local(l.name), key, hints)
             }
-            continue;
-        }
-        let (declaration, key, hints) = match read_get_inputs(src) {
-            Ok(d) => {
-                let names: Vec<String> = d.constants.iter().map(|c| c.name.clone()).collect();
-                let fixed = init_input_names(src);
-                let key = names.join(", ");
-                (Declaration::GetInputs, key, Hints { names, fixed })
-            }
-            Err(ShapeError::NoGetInputs) => continue,
-            Err(e) => match crate::declarations::local::read_local_list(src) {
-                Ok(l) => {
-                    let shown: Vec<String> = l.entries.iter().map(Value::to_python).collect();
-                    let key = format!("`{}` = [{}]", l.name, shown.join(", "));
-                    (Declaration::Local(l.name), key, Hints::default())
+            Err(_) => match read_get_inputs(src) {
+                Ok(d) => {
+                    let names: Vec<String> = d.constants.iter().map(|c| c.name.clone()).collect();
+                    let fixed = init_input_names(src);
+                    (
+                        Declaration::GetInputs,
+                        names.join(", "),
+                        Hints { names, fixed },
+                    )
                 }
-                Err(_) => return Err(format!("{rel}: {e}")),
+                Err(ShapeError::NoGetInputs) => continue,
+                Err(e) => return Err(format!("{rel}: {e}")),
             },
         };
         match &mut found {
@@ -246,7 +224,10 @@ fn get_inputs(files: &[(String, String)]) -> Result<Option<FoundDeclaration>, St
                 found = Some((f, key));
             }
             Some((f, first)) if *first == key && f.declaration == declaration => {
-                f.hints.fixed.extend(hints.fixed);
+                // The constants' sizes a second file's get_init_inputs() fixes are fixed too.
+                if declaration == Declaration::GetInputs {
+                    f.hints.fixed.extend(hints.fixed);
+                }
                 f.also.push(rel.clone())
             }
             Some((f, first)) => {
