@@ -21,6 +21,12 @@
 #   ARENA_GPU_ARGS: more `arenactl run` arguments (e.g. "--perf-pairs 5").
 #   ARENA_GPU_RECIPE: the base recipe under images/ (default cuda-venv; cuda-host captures the
 #            same userland as raw directories, and builds in a third of the time).
+#   ARENA_GPU_TYPES: task types to lock, from BIN_DIR/aka/<type> (default: triton2triton alone,
+#            with ids relative to aka/triton2triton); with it, ids start with the type
+#            (triton2triton/vllm/triton_bincount).
+#   ARENA_GPU_UNSEEN=1: before the run, `arenactl unseen generate --probe` over the locked
+#            tasks (the original kernel on each candidate configuration in its image), and
+#            the run evaluates both kernels on the probed set (ARENA_GPU_PER_TASK: 6).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 bin=$(cd "$1" && pwd)
@@ -66,12 +72,23 @@ if [ "$tasks" != none ]; then
   # Left running: a later call (ARENA_GPU_KEEP=1) on this machine goes on with it.
 fi
 
+taskroot=$bin/aka/triton2triton
+types_toml='"triton2triton"'
+if [ -n "${ARENA_GPU_TYPES:-}" ]; then
+  # One root of the chosen types only: what a probe generates from is what is locked.
+  taskroot=$work/tasks
+  if [ "$keep" != 1 ]; then
+    rm -rf "$taskroot" && mkdir -p "$taskroot"
+    for ty in $ARENA_GPU_TYPES; do cp -r "$bin/aka/$ty" "$taskroot/$ty"; done
+  fi
+  types_toml=$(printf '"%s", ' $ARENA_GPU_TYPES); types_toml=${types_toml%, }
+fi
 cat >"$work/sets.toml" <<TOML
 [[set]]
 name = "cuda-venv"
 recipe = "$root/images/$recipe.toml"
-tasks = "$bin/aka/triton2triton"
-task_types = ["triton2triton"]
+tasks = "$taskroot"
+task_types = [$types_toml]
 TOML
 
 if [ "$keep" = 1 ] && [ -f "$work/cuda-venv.lock" ]; then
@@ -106,6 +123,35 @@ if [ "$twice" = 1 ]; then
 fi
 
 [ "$tasks" = none ] && exit 0
+unseen_args=()
+if [ "${ARENA_GPU_UNSEEN:-0}" = 1 ]; then
+  if [ "$keep" = 1 ] && [ -f "$work/hidden/manifest.json" ]; then
+    echo "== keeping the probed set of an earlier call"
+  else
+    echo "== unseen generate --probe over $taskroot"
+    rm -rf "$work/hidden"
+    t=$(now)
+    ARENA_STORE=$work/a $arenactl unseen generate --tasks "$taskroot" --seed "${ARENA_GPU_SEED:-1}" \
+      --per-task "${ARENA_GPU_PER_TASK:-6}" --out "$work/hidden" --probe "$work/cuda-venv.lock" \
+      --gpus nvidia:0 --containerd "$sock" --json >"$out/probed-set.json" 2>"$out/probe.log" || echo "PROBE rc=$?"
+    echo "TIME probe $(since "$t")"
+    tail -5 "$out/probe.log"
+  fi
+  python3 - "$work/hidden" <<'PY' || true
+import json, os, sys
+d = sys.argv[1]
+m = json.load(open(os.path.join(d, "manifest.json")))
+p = m.get("probe") or {}
+print("set", m["set_digest"], "rounds", p.get("rounds"))
+for t in p.get("tasks", []):
+    f = json.load(open(os.path.join(d, t["task_id"].replace("/", "__") + ".json")))
+    cats = sorted({c["category"] for c in f["configs"]})
+    print(f"  {t['task_id']}: {t['passed']}/{t['probed']} candidates passed; sealed {len(f['configs'])} ({len(cats)} categories)")
+for s in m["skipped"]:
+    print(f"  skipped {s['task_id']}: {s.get('kind')}: {s['reason'][:150]}")
+PY
+  unseen_args=(--unseen "$work/hidden")
+fi
 echo "== run ($agent)"
 task_args=()
 for task in $tasks; do task_args+=(--tasks "$task"); done
@@ -118,7 +164,7 @@ limit=${ARENA_GPU_RUN_LIMIT:-100000}
 echo "run limit ${limit} s"
 # shellcheck disable=SC2086
 ARENA_STORE=$work/a timeout -s INT "$limit" $arenactl run --image-lock "$work/cuda-venv.lock" --agent "$agent" --gpus nvidia:0 \
-  --containerd "$sock" "${task_args[@]}" --out "$work/run" ${ARENA_GPU_ARGS:-} || rc=$?
+  --containerd "$sock" "${task_args[@]}" "${unseen_args[@]}" --out "$work/run" ${ARENA_GPU_ARGS:-} || rc=$?
 echo "TIME run $(since "$t") rc=$rc"
 cp "$work/run/results.json" "$out/" 2>/dev/null || true
 tar -C "$work/run" -czf "$out/run-logs.tgz" --exclude='*/workspace/*' . 2>/dev/null || true
@@ -157,4 +203,9 @@ for t in res["tasks"]:
         print("     cross-check", t["cross_check"].get("verdict"), t["cross_check"].get("reason", "")[:200])
     print("     breakdown", json.dumps(b))
     print("     floor", cand.get("device_floor_ms"), "source", cand.get("performance_source"))
+    u = t.get("unseen")
+    if u:
+        op, ap = u.get("original_passed", []), u.get("optimized_passed", [])
+        print(f"     unseen: original passes {sum(op)}/{len(op)}, agent's {sum(ap)}/{len(ap)}; "
+              f"original {((u['original'].get('correctness') or {}).get('status'))}, cases {len(u['original'].get('performance') or [])}")
 PY

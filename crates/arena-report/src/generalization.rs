@@ -1,6 +1,8 @@
 //! Generalization to hidden unseen configurations: the quadrant of each task, conditional
 //! correctness P(opt correct | orig correct), and the gap
-//! Δg = (s̄_seen − s̄_unseen) / s̄_seen over both_pass tasks.
+//! Δg = (s̄_seen − s̄_unseen) / s̄_seen over both_pass tasks. Where a result judged each
+//! configuration on its own, the quadrants are counted per configuration too, so one
+//! configuration the agent's kernel fails is one configuration, not a whole task.
 
 use std::collections::BTreeMap;
 
@@ -55,6 +57,27 @@ pub struct TaskGeneralization {
     /// Optimized vs original on the unseen shapes; `None` unless both were correct and timed.
     pub unseen_speedup: Option<f64>,
     pub failures_by_category: BTreeMap<String, u32>,
+    /// Configurations by quadrant (empty where the result has no per-configuration passes).
+    pub configurations: BTreeMap<&'static str, usize>,
+}
+
+fn no_quadrants() -> BTreeMap<&'static str, usize> {
+    [
+        Quadrant::BothPass,
+        Quadrant::OptRegression,
+        Quadrant::BothFail,
+        Quadrant::OptImprovement,
+    ]
+    .iter()
+    .map(|q| (q.as_str(), 0))
+    .collect()
+}
+
+/// P(opt correct | orig correct) from quadrant counts.
+fn conditional(q: &BTreeMap<&'static str, usize>) -> Option<f64> {
+    let both = q.get("both_pass").copied().unwrap_or(0);
+    let denom = both + q.get("opt_regression").copied().unwrap_or(0);
+    (denom > 0).then(|| both as f64 / denom as f64)
 }
 
 pub fn task_generalization(r: &TaskResult) -> Option<TaskGeneralization> {
@@ -63,6 +86,15 @@ pub fn task_generalization(r: &TaskResult) -> Option<TaskGeneralization> {
     let unseen_speedup = (quadrant == Quadrant::BothPass)
         .then(|| speedup(&u.original.performance, &u.optimized.performance).ok())
         .flatten();
+    let mut configurations = BTreeMap::new();
+    if !u.original_passed.is_empty() && u.original_passed.len() == u.optimized_passed.len() {
+        configurations = no_quadrants();
+        for (o, a) in u.original_passed.iter().zip(&u.optimized_passed) {
+            *configurations
+                .entry(Quadrant::of(*o, *a).as_str())
+                .or_default() += 1;
+        }
+    }
     Some(TaskGeneralization {
         task_id: r.task_id.to_string(),
         task_type: r.task_type.clone(),
@@ -72,6 +104,7 @@ pub fn task_generalization(r: &TaskResult) -> Option<TaskGeneralization> {
         seen_speedup: score_task(r).speedup,
         unseen_speedup,
         failures_by_category: u.failures_by_category.clone(),
+        configurations,
     })
 }
 
@@ -88,27 +121,25 @@ pub struct GeneralizationSummary {
     /// (s̄_seen − s̄_unseen) / s̄_seen over both_pass tasks with both speedups measured.
     pub delta_g: Option<f64>,
     pub failures_by_category: BTreeMap<String, u32>,
+    /// Configurations by quadrant, over the task runs whose results judged each one.
+    pub config_quadrants: BTreeMap<&'static str, usize>,
+    /// P(opt correct | orig correct) over those configurations.
+    pub config_conditional_correctness: Option<f64>,
 }
 
 pub fn summarize(label: &str, items: &[&TaskGeneralization]) -> GeneralizationSummary {
-    let mut quadrants: BTreeMap<&'static str, usize> = [
-        Quadrant::BothPass,
-        Quadrant::OptRegression,
-        Quadrant::BothFail,
-        Quadrant::OptImprovement,
-    ]
-    .iter()
-    .map(|q| (q.as_str(), 0))
-    .collect();
+    let mut quadrants = no_quadrants();
+    let mut config_quadrants = no_quadrants();
     let mut failures = BTreeMap::new();
     for g in items {
         *quadrants.entry(g.quadrant.as_str()).or_default() += 1;
+        for (q, n) in &g.configurations {
+            *config_quadrants.entry(q).or_default() += n;
+        }
         for (cat, n) in &g.failures_by_category {
             *failures.entry(cat.clone()).or_default() += n;
         }
     }
-    let both = quadrants["both_pass"];
-    let denom = both + quadrants["opt_regression"];
     let pairs: Vec<(f64, f64)> = items
         .iter()
         .filter(|g| g.quadrant == Quadrant::BothPass && g.seen_speedup > 0.0)
@@ -126,12 +157,14 @@ pub fn summarize(label: &str, items: &[&TaskGeneralization]) -> GeneralizationSu
     GeneralizationSummary {
         task_type: label.to_string(),
         task_runs: items.len(),
+        conditional_correctness: conditional(&quadrants),
         quadrants,
-        conditional_correctness: (denom > 0).then(|| both as f64 / denom as f64),
         mean_seen_speedup: seen,
         mean_unseen_speedup: unseen,
         delta_g: seen.zip(unseen).map(|(s, u)| (s - u) / s),
         failures_by_category: failures,
+        config_conditional_correctness: conditional(&config_quadrants),
+        config_quadrants,
     }
 }
 
@@ -190,6 +223,8 @@ mod tests {
                 [("alignment_stress".to_string(), 2)].into()
             },
             original_failures_by_category: BTreeMap::new(),
+            original_passed: vec![orig_ok; 4],
+            optimized_passed: vec![true, opt_ok, opt_ok, true],
         });
         r
     }
@@ -219,6 +254,22 @@ mod tests {
         assert_eq!(r.mean_unseen_speedup, Some(1.5));
         assert_eq!(r.delta_g, Some(0.5));
         assert_eq!(r.failures_by_category["alignment_stress"], 4);
+        // Per configuration: a failed task fails two of its four configurations.
+        assert_eq!(r.config_quadrants["both_pass"], 4 + 4 + 2);
+        assert_eq!(r.config_quadrants["opt_regression"], 2);
+        assert_eq!(r.config_quadrants["both_fail"], 2);
+        assert_eq!(r.config_quadrants["opt_improvement"], 2 + 4);
+        assert!((r.config_conditional_correctness.unwrap() - 10.0 / 12.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn results_without_per_configuration_passes_count_no_configurations() {
+        let mut r = result("a", 1.0, true, false, 1.0);
+        r.unseen.as_mut().unwrap().optimized_passed.clear();
+        let rows = summarize_by_type(&[r]);
+        assert_eq!(rows[0].quadrants["opt_regression"], 1);
+        assert!(rows[0].config_quadrants.values().all(|n| *n == 0));
+        assert_eq!(rows[0].config_conditional_correctness, None);
     }
 
     #[test]

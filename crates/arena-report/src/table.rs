@@ -62,14 +62,25 @@ pub fn aggregates_csv(rows: &[Aggregate]) -> String {
     out
 }
 
+/// `P (both_pass/(both_pass+opt_regression))` over configurations, `-` where none was judged.
+fn per_config(g: &GeneralizationSummary) -> String {
+    let q = &g.config_quadrants;
+    let both = q.get("both_pass").copied().unwrap_or(0);
+    let denom = both + q.get("opt_regression").copied().unwrap_or(0);
+    match g.config_conditional_correctness {
+        Some(p) => format!("{p:.3} ({both}/{denom})"),
+        None => "-".into(),
+    }
+}
+
 pub fn generalization_markdown(rows: &[GeneralizationSummary]) -> String {
     let mut out = String::new();
-    out.push_str("| task type | task runs | both_pass | opt_regression | both_fail | opt_improvement | P(opt ✓ \\| orig ✓) | s̄ seen | s̄ unseen | Δg |\n");
-    out.push_str("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    out.push_str("| task type | task runs | both_pass | opt_regression | both_fail | opt_improvement | P(opt ✓ \\| orig ✓) | per configuration | s̄ seen | s̄ unseen | Δg |\n");
+    out.push_str("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     for g in rows {
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             g.task_type,
             g.task_runs,
             g.quadrants["both_pass"],
@@ -77,6 +88,7 @@ pub fn generalization_markdown(rows: &[GeneralizationSummary]) -> String {
             g.quadrants["both_fail"],
             g.quadrants["opt_improvement"],
             opt(g.conditional_correctness, 3),
+            per_config(g),
             opt(g.mean_seen_speedup, 3),
             opt(g.mean_unseen_speedup, 3),
             opt(g.delta_g, 3),

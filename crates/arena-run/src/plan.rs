@@ -29,7 +29,13 @@ pub struct RunRequest {
     /// Rounds of paired performance runs for self-reported harnesses (default 6; 0: the
     /// candidate timed alone, against the baseline evaluation, as AgentKernelArena does).
     pub perf_pairs: Option<u32>,
+    /// Only the original kernel on each configuration of the hidden set, no baseline and no
+    /// agent: the probe of a set before it is sealed. `agent` is ignored.
+    pub probe: bool,
 }
+
+/// The agent a probe's record names: none runs.
+pub const PROBE_AGENT: &str = "probe (the original kernel only)";
 
 /// `*`, an exact id, or a prefix ending in `/`.
 pub fn select(selectors: &[String], ids: &[String]) -> Result<Vec<String>> {
@@ -143,7 +149,11 @@ pub fn plan(req: &RunRequest, agent_dirs: &[PathBuf]) -> Result<Plan> {
         .0
         .to_string();
     let tasks = load_tasks(&req.image_lock, &lock, &req.tasks)?;
-    let agent = Agent::resolve(&req.agent, agent_dirs)?;
+    let agent = if req.probe {
+        Agent::recorded(PROBE_AGENT, PROBE_AGENT)
+    } else {
+        Agent::resolve(&req.agent, agent_dirs)?
+    };
     if let AgentImage::Locked(name) = &agent.image {
         if !lock.images.iter().any(|r| &r.name == name) {
             return Err(RunError::invalid(
@@ -158,6 +168,22 @@ pub fn plan(req: &RunRequest, agent_dirs: &[PathBuf]) -> Result<Plan> {
     }
     // A sealed set is checked file by file against its manifest before it is used.
     let hidden = req.hidden_set.as_deref().map(HiddenSet::load).transpose()?;
+    if req.probe {
+        let Some(h) = &hidden else {
+            return Err(RunError::invalid(
+                "request",
+                "hidden_set",
+                "a probe needs the set it probes",
+            ));
+        };
+        if let Some(id) = tasks.keys().find(|id| !h.files.contains_key(*id)) {
+            return Err(RunError::invalid(
+                h.dir.display(),
+                "files",
+                format!("{id}: selected for a probe, but the set has no configurations for it"),
+            ));
+        }
+    }
     if let (Some(h), Some(dir)) = (&hidden, &req.hidden_set) {
         if !tasks.keys().any(|id| h.files.contains_key(id)) {
             let theirs: Vec<&String> = h.files.keys().take(3).collect();

@@ -212,6 +212,14 @@ pub struct UnseenResult {
     /// The original kernel's failures on the same configurations, by category.
     #[serde(default)]
     pub original_failures_by_category: BTreeMap<String, u32>,
+    /// Whether the original passes each configuration, by the set's index (empty in
+    /// results written before configurations were judged one by one). Indices only: a
+    /// result never says what a configuration is.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub original_passed: Vec<bool>,
+    /// Whether the agent's kernel passes each configuration, by the set's index.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub optimized_passed: Vec<bool>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

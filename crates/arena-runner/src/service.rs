@@ -140,6 +140,7 @@ impl Runner for RunnerService {
                     hidden_set: opt(r.hidden_set),
                     memory: (r.memory_bytes > 0).then_some(r.memory_bytes),
                     perf_pairs: r.perf_pairs,
+                    probe: r.probe_unseen,
                 },
                 Some(who),
             )

@@ -12,6 +12,7 @@ use crate::error::TaskError;
 use crate::task::Task;
 use crate::unseen::{generate_with, GenOptions, UnseenConfig};
 pub use find::{command_files, find_declaration, FoundDeclaration, NotFound};
+pub use probe::{choose, needs_more, ProbeRecord, ProbedTask};
 
 pub const SET_SCHEMA: &str = "arena.unseen-set/v1";
 pub const TASK_SCHEMA: &str = "arena.unseen/v1";
@@ -65,6 +66,9 @@ pub enum SkipKind {
     AgentOwned,
     /// Its shapes were read, but no configurations could be made from them.
     GenerationFailed,
+    /// Configurations were made, but the original kernel failed every one of them when the
+    /// set was probed (`unseen generate --probe`).
+    OriginalFails,
 }
 
 impl SkipKind {
@@ -85,6 +89,10 @@ pub struct Manifest {
     pub memory_budget: u64,
     pub files: Vec<SetFile>,
     pub skipped: Vec<Skipped>,
+    /// The probe every configuration passed with the original kernel, where the set was
+    /// probed before it was sealed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probe: Option<ProbeRecord>,
     /// sha256 of this manifest's canonical JSON without this field.
     pub set_digest: String,
 }
@@ -170,6 +178,41 @@ pub fn write_set_with(
     opts: GenOptions,
     out: &Path,
 ) -> Result<Manifest, TaskError> {
+    let (sets, mut skipped) = generate_sets(tasks, opts);
+    skipped.extend(refused);
+    seal_set(out, sets, skipped, opts, None)
+}
+
+/// Every task's configurations, or the reason it has none.
+pub fn generate_sets<'a>(
+    tasks: impl IntoIterator<Item = &'a Task>,
+    opts: GenOptions,
+) -> (Vec<TaskUnseen>, Vec<Skipped>) {
+    let mut sets = Vec::new();
+    let mut skipped = Vec::new();
+    for t in tasks {
+        match classified(t, opts) {
+            Ok(u) => sets.push(u),
+            Err((kind, reason)) => skipped.push(Skipped {
+                task_id: t.id.to_string(),
+                reason,
+                kind: Some(kind),
+            }),
+        }
+    }
+    (sets, skipped)
+}
+
+/// Writes `sets` as a sealed set into `out` (which must not exist or be empty): a file per
+/// task, sorted by task id, and the manifest with the set's digest; all renamed into place
+/// at once.
+pub fn seal_set(
+    out: &Path,
+    mut sets: Vec<TaskUnseen>,
+    mut skipped: Vec<Skipped>,
+    opts: GenOptions,
+    probe: Option<ProbeRecord>,
+) -> Result<Manifest, TaskError> {
     if out.exists()
         && std::fs::read_dir(out)
             .map_err(|e| io(out, e))?
@@ -193,30 +236,19 @@ pub fn write_set_with(
         .prefix(".unseen-")
         .tempdir_in(parent)
         .map_err(|e| io(parent, e))?;
-    let mut sorted: Vec<&Task> = tasks.iter().collect();
-    sorted.sort_by(|a, b| a.id.cmp(&b.id));
+    sets.sort_by(|a, b| a.task_id.cmp(&b.task_id));
     let mut files = Vec::new();
-    let mut skipped = refused;
-    for t in sorted {
-        match classified(t, opts) {
-            Ok(u) => {
-                let mut bytes = serde_json::to_vec_pretty(&u).expect("serializes");
-                bytes.push(b'\n');
-                let name = file_name(&t.id);
-                let p = tmp.path().join(&name);
-                std::fs::write(&p, &bytes).map_err(|e| io(&p, e))?;
-                files.push(SetFile {
-                    task_id: t.id.to_string(),
-                    file: name,
-                    sha256: sha256_hex(&bytes),
-                });
-            }
-            Err((kind, reason)) => skipped.push(Skipped {
-                task_id: t.id.to_string(),
-                reason,
-                kind: Some(kind),
-            }),
-        }
+    for u in &sets {
+        let mut bytes = serde_json::to_vec_pretty(u).expect("serializes");
+        bytes.push(b'\n');
+        let name = file_name(&u.task_id);
+        let p = tmp.path().join(&name);
+        std::fs::write(&p, &bytes).map_err(|e| io(&p, e))?;
+        files.push(SetFile {
+            task_id: u.task_id.clone(),
+            file: name,
+            sha256: sha256_hex(&bytes),
+        });
     }
     skipped.sort_by(|a, b| a.task_id.cmp(&b.task_id));
     let mut m = Manifest {
@@ -226,6 +258,7 @@ pub fn write_set_with(
         memory_budget: opts.memory_budget,
         files,
         skipped,
+        probe,
         set_digest: String::new(),
     };
     m.set_digest = m.compute_digest();
@@ -283,5 +316,6 @@ pub fn verify_set(dir: &Path) -> Result<Manifest, TaskError> {
 }
 
 mod find;
+mod probe;
 #[cfg(test)]
 mod tests;

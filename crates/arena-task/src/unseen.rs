@@ -49,6 +49,10 @@ pub struct UnseenConfig {
     pub category: Category,
     /// The entry as Python source, ready to go into the rewritten declaration.
     pub entry: String,
+    /// Whether the original kernel passed this configuration in the task's evaluator image
+    /// before the set was sealed (`unseen generate --probe`); absent where it was not probed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub original_passed: Option<bool>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -60,6 +64,9 @@ pub struct GenOptions {
     /// Work bound: the product of a config's dimensions may be at most this many times the
     /// largest visible product (a CPU harness runs out of patience long before of memory).
     pub max_scale: f64,
+    /// The number of the first label (`unseenN`) the configurations get: a second round of
+    /// generation for the same set starts past the first's, so no two labels are alike.
+    pub first_label: usize,
 }
 
 impl Default for GenOptions {
@@ -69,6 +76,7 @@ impl Default for GenOptions {
             per_task: 8,
             memory_budget: 8 << 30,
             max_scale: 16.0,
+            first_label: 0,
         }
     }
 }
@@ -151,6 +159,7 @@ pub fn generate_with(
         }
         let sub = GenOptions {
             per_task: share,
+            first_label: opts.first_label + offset,
             ..opts
         };
         let made = generate_form(&format!("{task_id}#{k}"), g, hints, sub, offset)?;
@@ -398,11 +407,15 @@ fn generate_form(
         seen.push(key);
         // A label names the configuration by its place in the set, never a visible one's.
         for &l in &rules.labels {
-            f[l] = Value::Str(format!("unseen{}", out.len()));
+            f[l] = Value::Str(format!("unseen{}", opts.first_label + out.len()));
         }
         let entry = rebuild(first, &mut f.iter()).to_python();
         made[pick] += 1;
-        out.push(UnseenConfig { category, entry });
+        out.push(UnseenConfig {
+            category,
+            entry,
+            original_passed: None,
+        });
     }
     Ok(out)
 }

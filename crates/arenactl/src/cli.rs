@@ -181,25 +181,7 @@ pub struct ScoreArgs {
 #[derive(Debug, Subcommand)]
 pub enum UnseenCommand {
     /// Generate a sealed set of unseen configurations for the tasks at or below each DIR.
-    Generate {
-        #[arg(long = "tasks", required = true, num_args = 1.., value_name = "DIR")]
-        tasks: Vec<PathBuf>,
-        #[arg(long)]
-        seed: u64,
-        /// New, empty directory for the set.
-        #[arg(long, value_name = "HIDDEN_DIR")]
-        out: PathBuf,
-        #[arg(long, default_value_t = 8)]
-        per_task: usize,
-        /// Estimated device memory a configuration may need, in GiB.
-        #[arg(long, default_value_t = 8)]
-        memory_budget_gib: u64,
-        /// Most work (product of the dimensions) relative to the largest visible shape.
-        #[arg(long, default_value_t = 16.0)]
-        max_scale: f64,
-        #[command(flatten)]
-        json: JsonFlag,
-    },
+    Generate(Box<UnseenGenerateArgs>),
     /// Check every file of a set against its manifest and print the set digest.
     Digest {
         #[arg(value_name = "HIDDEN_DIR")]
@@ -210,6 +192,44 @@ pub enum UnseenCommand {
     /// Evaluate a finished run on a sealed hidden set: the original and the agent's kernel
     /// of every finished task run, in evaluator containers only; results name the set digest.
     Eval(Box<UnseenEvalArgs>),
+}
+
+#[derive(Debug, Args)]
+pub struct UnseenGenerateArgs {
+    #[arg(long = "tasks", required = true, num_args = 1.., value_name = "DIR")]
+    pub tasks: Vec<PathBuf>,
+    #[arg(long)]
+    pub seed: u64,
+    /// New, empty directory for the set.
+    #[arg(long, value_name = "HIDDEN_DIR")]
+    pub out: PathBuf,
+    #[arg(long, default_value_t = 8)]
+    pub per_task: usize,
+    /// Estimated device memory a configuration may need, in GiB.
+    #[arg(long, default_value_t = 8)]
+    pub memory_budget_gib: u64,
+    /// Most work (product of the dimensions) relative to the largest visible shape.
+    #[arg(long, default_value_t = 16.0)]
+    pub max_scale: f64,
+    /// Probe before sealing: the original kernel runs every candidate configuration in its
+    /// task's image of this lockfile (on this machine's GPUs); what it fails is dropped and
+    /// more are made. Every task must be locked with the tree under --tasks.
+    #[arg(long, value_name = "LOCKFILE")]
+    pub probe: Option<PathBuf>,
+    /// Rounds of generation and probing at most, for tasks left short of passing configurations.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=10))]
+    pub probe_rounds: u32,
+    /// A runner for the probe: unix:PATH or http://HOST:PORT (with --token-file); without it
+    /// a runner starts in-process.
+    #[arg(long, value_name = "ADDR", requires = "probe")]
+    pub runner: Option<String>,
+    /// The bearer token for a runner over TCP (a file holding it; or ARENA_RUNNER_TOKEN_FILE).
+    #[arg(long, value_name = "FILE", requires = "probe")]
+    pub token_file: Option<PathBuf>,
+    #[command(flatten)]
+    pub local: RunnerArgs,
+    #[command(flatten)]
+    pub json: JsonFlag,
 }
 
 #[derive(Debug, Args)]

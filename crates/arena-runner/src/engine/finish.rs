@@ -13,7 +13,7 @@ pub(super) async fn finish(ctx: &RunContext, h: &RunHandle, cancelled: bool, wor
     // snapshot prepared for a dead client), so the run's prefix is cleaned once more. Not
     // after an unseen evaluation: task runs of the run may still be running elsewhere on
     // this containerd (Slurm jobs), and its own containers were each removed.
-    if work == Work::Full {
+    if work != Work::UnseenOnly {
         let prefix = format!("{}-", h.record.run_id);
         if let Err(e) = arena_runtime::cleanup::gc_prefix(ctx.rt.as_ref(), &prefix).await {
             tracing::warn!(run = %h.record.run_id, "clean-up of earlier attempts: {e}");

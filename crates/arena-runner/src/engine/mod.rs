@@ -92,6 +92,8 @@ enum Work {
     Full,
     /// Only the unseen evaluations of a finished task run (`arenactl unseen eval`).
     UnseenOnly,
+    /// Only the original kernel on the hidden set's configurations (a probe before sealing).
+    Probe,
 }
 
 /// What a run context is made of, besides what the engine and the run's start give.
@@ -261,6 +263,7 @@ async fn run_one(ctx: Arc<RunContext>, h: Arc<RunHandle>, item: Item, gpu: Gpu, 
             match work {
                 Work::Full => c2.run_item(&i2, &g2).await,
                 Work::UnseenOnly => c2.run_unseen_item(&i2, &g2).await,
+                Work::Probe => c2.run_probe_item(&i2, &g2).await,
             }
         }
         .instrument(tracing::Span::current()),

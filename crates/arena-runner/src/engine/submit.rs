@@ -141,7 +141,8 @@ impl Engine {
             hidden,
             env: std::env::vars().collect(),
         };
-        self.launch(h.clone(), parts, todo, Work::Full);
+        let work = if req.probe { Work::Probe } else { Work::Full };
+        self.launch(h.clone(), parts, todo, work);
         Ok((h, done))
     }
 }

@@ -244,6 +244,32 @@ impl RunContext {
         })
     }
 
+    /// A probe of the run's hidden set before it is sealed: the original kernel alone on the
+    /// task's configurations, each judged on its own. The result holds no baseline and no
+    /// candidate (both skipped, and said so); its unseen part says which configurations the
+    /// original passed.
+    pub async fn run_probe_item(&self, item: &Item, gpu: &Gpu) -> Result<TaskResult> {
+        let t0 = Instant::now();
+        let mut timings = Timings::default();
+        self.rundir.secure_item_dir(item)?;
+        let (task, rec, image, env) = self.task_image(item, gpu).await?;
+        timings.image_s = Some(t0.elapsed().as_secs_f64());
+        let run = TaskRun {
+            ctx: self,
+            item,
+            task,
+            rec,
+            image,
+            env,
+            gpu,
+        };
+        let t = Instant::now();
+        let unseen = run.unseen(None).await?;
+        timings.unseen_s = Some(t.elapsed().as_secs_f64());
+        timings.total_s = t0.elapsed().as_secs_f64();
+        run.probe_result(unseen, timings)
+    }
+
     /// Evaluates a finished task run on the run's hidden set: the agent's declared sources are
     /// staged again from its workspace (as the evaluator took them), and the result gains the
     /// unseen result, written atomically. Its seen result is not touched.

@@ -7,7 +7,7 @@ use std::path::Path;
 use arena_digest::Digest;
 use arena_eval::cross_check::{cross_check, CrossCheck, Verdict};
 use arena_eval::paired::{self, median_wall};
-use arena_eval::record::PerfCase;
+use arena_eval::record::{Evaluation, GateReport, GateStatus, PerfCase};
 use arena_run::result::{
     ContainerRecord, GpuRecord, Provenance, TaskResult, Timings, Trust, UnseenResult,
 };
@@ -210,6 +210,49 @@ impl TaskRun<'_> {
             serde_json::json!({ "name": ctx.agent.name }),
         );
         arena_run::rundir::write_json(&ctx.rundir.result_path(self.item), &result)?;
+        Ok(result)
+    }
+
+    /// A probe's result, written atomically: the original on the hidden set and where it
+    /// ran; baseline and candidate skipped, saying why.
+    pub(crate) fn probe_result(
+        &self,
+        unseen: Option<UnseenResult>,
+        timings: Timings,
+    ) -> Result<TaskResult> {
+        let skipped = || {
+            Evaluation::new(
+                GateReport::new(
+                    GateStatus::Skipped,
+                    Some("a probe of unseen configurations: the original kernel only".into()),
+                ),
+                GateReport::new(GateStatus::Skipped, None),
+                Vec::new(),
+            )
+        };
+        let mut result = TaskResult::new(
+            self.task.id.clone(),
+            self.task.config.task_type.as_str(),
+            self.item.repeat,
+            skipped(),
+            skipped(),
+        );
+        result.trust = if self.trusted_harness().is_some() {
+            Trust::Trusted
+        } else {
+            Trust::SelfReported
+        };
+        result.unseen = unseen;
+        result.gpu = Some(GpuRecord {
+            index: self.gpu.index,
+            kind: self.gpu.kind.clone(),
+        });
+        result.timings = Some(timings);
+        result.extra.insert(
+            "probe".into(),
+            serde_json::json!({ "image": self.image.manifest.to_string() }),
+        );
+        arena_run::rundir::write_json(&self.ctx.rundir.result_path(self.item), &result)?;
         Ok(result)
     }
 }

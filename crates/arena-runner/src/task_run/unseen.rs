@@ -45,16 +45,9 @@ impl TaskRun<'_> {
         let set: TaskUnseen = serde_json::from_str(&text)
             .map_err(|e| RunnerError::invalid(hidden_file.display(), "(json)", e.to_string()))?;
         if self.trusted_harness().is_some() {
-            let ((original, orig_fail), optimized) =
-                self.unseen_trusted(&set, &hidden_file, staged).await?;
-            let (optimized, opt_fail) = optimized.unwrap_or_else(|| (refused(), count_all(&set)));
-            return Ok(Some(UnseenResult {
-                set_digest: hidden.digest.clone(),
-                original,
-                optimized,
-                failures_by_category: opt_fail,
-                original_failures_by_category: orig_fail,
-            }));
+            let (original, optimized) = self.unseen_trusted(&set, &hidden_file, staged).await?;
+            let optimized = optimized.unwrap_or_else(|| refused(&set));
+            return Ok(Some(unseen_result(&hidden.digest, original, optimized)));
         }
         let private = self.ctx.rundir.item_dir(item).join("unseen-harness");
         let _ = std::fs::remove_dir_all(&private);
@@ -78,44 +71,43 @@ impl TaskRun<'_> {
         .await;
         let _ = std::fs::remove_dir_all(&private);
         let (original, optimized) = outcome?;
-        let optimized = match optimized {
-            Some(p) => p,
-            None => KernelOnUnseen {
-                evaluation: refused(),
-                failures: count_all(&set),
-            },
-        };
+        let optimized = optimized.unwrap_or_else(|| refused(&set));
         // The task's own harness wrote these: its words and parameters may carry the hidden
         // configurations. Only statuses, names by index, and times are kept.
-        Ok(Some(UnseenResult {
-            set_digest: hidden.digest.clone(),
-            original: redact(original.evaluation),
-            optimized: redact(optimized.evaluation),
-            failures_by_category: optimized.failures,
-            original_failures_by_category: original.failures,
-        }))
+        let (mut original, mut optimized) = (original, optimized);
+        original.evaluation = redact(original.evaluation);
+        optimized.evaluation = redact(optimized.evaluation);
+        Ok(Some(unseen_result(&hidden.digest, original, optimized)))
     }
 }
 
-/// The evaluation of sources the evaluator refused to take.
-fn refused() -> Evaluation {
-    Evaluation::new(
+fn unseen_result(
+    digest: &str,
+    original: KernelOnUnseen,
+    optimized: KernelOnUnseen,
+) -> UnseenResult {
+    UnseenResult {
+        set_digest: digest.to_string(),
+        original: original.evaluation,
+        optimized: optimized.evaluation,
+        failures_by_category: optimized.failures,
+        original_failures_by_category: original.failures,
+        original_passed: original.passed,
+        optimized_passed: optimized.passed,
+    }
+}
+
+/// The agent's sources, refused by the evaluator: every configuration failed.
+fn refused(set: &TaskUnseen) -> KernelOnUnseen {
+    let evaluation = Evaluation::new(
         GateReport::new(
             GateStatus::Fail,
             Some("the agent's sources were refused".into()),
         ),
         GateReport::new(GateStatus::Skipped, None),
         Vec::new(),
-    )
-}
-
-/// Every configuration counted as failed, by category.
-fn count_all(set: &TaskUnseen) -> BTreeMap<String, u32> {
-    let mut out = BTreeMap::new();
-    for c in &set.configs {
-        *out.entry(c.category.as_str().to_string()).or_default() += 1;
-    }
-    out
+    );
+    KernelOnUnseen::judged(evaluation, set, vec![false; set.configs.len()])
 }
 
 /// What of a self-reported unseen evaluation may be kept: gate statuses, our own labels of
@@ -152,11 +144,28 @@ pub(crate) fn redact_error(err: &str) -> String {
     }
 }
 
-/// One kernel's evaluation on the unseen configurations, and the configurations it fails
-/// by category.
-struct KernelOnUnseen {
-    evaluation: Evaluation,
-    failures: BTreeMap<String, u32>,
+/// One kernel's evaluation on the unseen configurations, whether it passes each one (by the
+/// set's index), and the configurations it fails by category.
+pub(crate) struct KernelOnUnseen {
+    pub evaluation: Evaluation,
+    pub passed: Vec<bool>,
+    pub failures: BTreeMap<String, u32>,
+}
+
+impl KernelOnUnseen {
+    pub(crate) fn judged(evaluation: Evaluation, set: &TaskUnseen, passed: Vec<bool>) -> Self {
+        let mut failures = BTreeMap::new();
+        for (k, c) in set.configs.iter().enumerate() {
+            if !passed.get(k).copied().unwrap_or(false) {
+                *failures.entry(c.category.as_str().to_string()).or_default() += 1;
+            }
+        }
+        KernelOnUnseen {
+            evaluation,
+            passed,
+            failures,
+        }
+    }
 }
 
 /// What evaluating one task on its unseen set needs.
@@ -210,17 +219,6 @@ impl UnseenEval<'_> {
         self.set.configs.iter().map(|c| c.entry.clone()).collect()
     }
 
-    /// Failed configurations by category, from one pass/fail per configuration.
-    fn count(&self, passed: &[bool]) -> BTreeMap<String, u32> {
-        let mut out = BTreeMap::new();
-        for (c, ok) in self.set.configs.iter().zip(passed) {
-            if !ok {
-                *out.entry(c.category.as_str().to_string()).or_default() += 1;
-            }
-        }
-        out
-    }
-
     async fn evaluate(&self, phase: &str, sources: &[StagedSource], dir: &Path) -> Result<Phase> {
         self.run
             .evaluate(phase, sources, &self.binds(dir), EventKind::EvaluatorGate)
@@ -243,10 +241,7 @@ impl UnseenEval<'_> {
             let passed: Vec<bool> = evals.iter().map(|p| p.evaluation.correct()).collect();
             let evaluation =
                 merge_per_config(evals.into_iter().map(|p| p.evaluation).collect(), self.set);
-            return Ok(KernelOnUnseen {
-                evaluation,
-                failures: self.count(&passed),
-            });
+            return Ok(KernelOnUnseen::judged(evaluation, self.set, passed));
         }
         let dir = self.private.join(phase);
         self.write_variant(&dir, &self.entries())?;
@@ -258,10 +253,7 @@ impl UnseenEval<'_> {
         } else {
             vec![false; n]
         };
-        Ok(KernelOnUnseen {
-            evaluation,
-            failures: self.count(&passed),
-        })
+        Ok(KernelOnUnseen::judged(evaluation, self.set, passed))
     }
 
     /// Compiles once and runs correctness per configuration in one evaluator container.

@@ -13,6 +13,7 @@ use arena_task::hidden::TaskUnseen;
 use serde::Deserialize;
 
 use super::trusted::TrustedRun;
+use super::unseen::KernelOnUnseen;
 use super::TaskRun;
 use crate::error::{Result, RunnerError};
 
@@ -27,26 +28,15 @@ pub(crate) struct UnseenReport {
     pub cases: Vec<PerfCase>,
 }
 
-/// One kernel on the set: its evaluation, and its failed configurations by category.
-pub(crate) type KernelResult = (Evaluation, BTreeMap<String, u32>);
-
-fn failed_of(set: &TaskUnseen, passed: &[bool]) -> (Vec<usize>, BTreeMap<String, u32>) {
-    let mut idx = Vec::new();
-    let mut by = BTreeMap::new();
-    for (k, c) in set.configs.iter().enumerate() {
-        if !passed.get(k).copied().unwrap_or(false) {
-            idx.push(k);
-            *by.entry(c.category.as_str().to_string()).or_default() += 1;
-        }
-    }
-    (idx, by)
-}
-
 /// The evaluation of the kernel of `role`, from the report.
-pub(crate) fn kernel_result(set: &TaskUnseen, rep: &UnseenReport, role: Role) -> KernelResult {
+pub(crate) fn kernel_result(set: &TaskUnseen, rep: &UnseenReport, role: Role) -> KernelOnUnseen {
     let compiled = rep.compiled.get(role.name).copied().unwrap_or(false);
-    let passed = rep.passed.get(role.name).cloned().unwrap_or_default();
-    let (bad, by) = failed_of(set, &passed);
+    let reported = rep.passed.get(role.name);
+    // One judgement per configuration of the set, whatever length the evaluator wrote.
+    let passed: Vec<bool> = (0..set.configs.len())
+        .map(|k| compiled && reported.and_then(|p| p.get(k)).copied().unwrap_or(false))
+        .collect();
+    let bad: Vec<usize> = (0..passed.len()).filter(|k| !passed[*k]).collect();
     let compile = if compiled {
         GateReport::new(GateStatus::Ok, None)
     } else {
@@ -89,7 +79,11 @@ pub(crate) fn kernel_result(set: &TaskUnseen, rep: &UnseenReport, role: Role) ->
     } else {
         Vec::new()
     };
-    (Evaluation::new(compile, correctness, performance), by)
+    KernelOnUnseen::judged(
+        Evaluation::new(compile, correctness, performance),
+        set,
+        passed,
+    )
 }
 
 impl TaskRun<'_> {
@@ -99,7 +93,7 @@ impl TaskRun<'_> {
         set: &TaskUnseen,
         hidden_file: &Path,
         staged: Option<&[StagedSource]>,
-    ) -> Result<(KernelResult, Option<KernelResult>)> {
+    ) -> Result<(KernelOnUnseen, Option<KernelOnUnseen>)> {
         let roles: &[Role] = if staged.is_some() {
             &[BASELINE, CANDIDATE]
         } else {
@@ -154,6 +148,7 @@ mod tests {
                 .map(|(k, category)| UnseenConfig {
                     category,
                     entry: format!("({},)", 1000 + k),
+                    original_passed: None,
                 })
                 .collect(),
         }
@@ -167,9 +162,15 @@ mod tests {
                 "cases": []}"#,
         )
         .unwrap();
-        let (orig, orig_fail) = kernel_result(&set(), &rep, BASELINE);
-        assert!(orig.correct() && orig_fail.is_empty());
-        let (opt, opt_fail) = kernel_result(&set(), &rep, CANDIDATE);
+        let orig = kernel_result(&set(), &rep, BASELINE);
+        assert!(orig.evaluation.correct() && orig.failures.is_empty());
+        assert_eq!(orig.passed, [true, true, true]);
+        let KernelOnUnseen {
+            evaluation: opt,
+            passed,
+            failures: opt_fail,
+        } = kernel_result(&set(), &rep, CANDIDATE);
+        assert_eq!(passed, [true, false, false]);
         let e = opt.correctness.error.unwrap();
         assert_eq!(e, "fails unseen configurations 1 (scale_up), 2 (scale_up)");
         assert!(!e.contains("1001"));
@@ -185,13 +186,14 @@ mod tests {
                 "cases": [{"test_case_id": "u0", "execution_time_ms": 1.0, "baseline_ms": 3.0, "pairs_ms": [[3.0, 1.0]]}]}"#,
         )
         .unwrap();
-        let (orig, _) = kernel_result(&set(), &rep, BASELINE);
-        let (opt, _) = kernel_result(&set(), &rep, CANDIDATE);
+        let orig = kernel_result(&set(), &rep, BASELINE).evaluation;
+        let opt = kernel_result(&set(), &rep, CANDIDATE).evaluation;
         assert_eq!(orig.performance[0].execution_time_ms, 3.0);
         assert!(!orig.performance[0].extra.contains_key("pairs_ms"));
         assert_eq!(opt.performance[0].execution_time_ms, 1.0);
         let missing = UnseenReport::default();
-        let (none, _) = kernel_result(&set(), &missing, CANDIDATE);
-        assert!(!none.compiled());
+        let none = kernel_result(&set(), &missing, CANDIDATE);
+        assert!(!none.evaluation.compiled());
+        assert_eq!(none.passed, [false, false, false]);
     }
 }

@@ -11,6 +11,7 @@ pub mod score;
 pub mod slurm;
 pub mod task;
 pub mod unseen;
+mod unseen_probe;
 
 /// Outcome of a command that completed: whether everything it checked was fine.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use arena_proto::v1::{
     CancelRunRequest, EvaluateUnseenRequest, EventKind, GetRunRequest, RunEvent, RunState,
-    SubmitRunRequest, SubmitRunResponse, WatchRunRequest,
+    RunStatus, SubmitRunRequest, SubmitRunResponse, WatchRunRequest,
 };
 use arena_report::{Report, ResultSet};
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
@@ -51,7 +51,7 @@ type Served = Option<(tokio::task::JoinHandle<()>, tempfile::TempDir)>;
 
 /// A client of the runner at `runner`, or of one served in-process on a socket in a private
 /// directory (the single-machine default; it serves as long as the second value lives).
-async fn connect(
+pub(super) async fn connect(
     runner: &Option<String>,
     token_file: &Option<PathBuf>,
     local: &crate::cli::RunnerArgs,
@@ -75,7 +75,7 @@ async fn connect(
 /// A path as the runner should read it: absolute, resolved here, for a runner on this machine
 /// (in-process or on a unix socket); for a runner over TCP, which reads paths on its own
 /// machine, it must be absolute already.
-fn runner_path(runner: &Option<String>, p: &Path) -> anyhow::Result<String> {
+pub(super) fn runner_path(runner: &Option<String>, p: &Path) -> anyhow::Result<String> {
     match runner {
         Some(r) if !r.starts_with("unix:") => {
             anyhow::ensure!(
@@ -118,6 +118,7 @@ async fn run_async(args: RunArgs) -> anyhow::Result<Outcome> {
                 .unwrap_or_default(),
             memory_bytes: args.memory.unwrap_or(0),
             perf_pairs: args.perf_pairs,
+            probe_unseen: false,
         })
         .await
         .map_err(|s| anyhow::anyhow!("{}", s.message()))?
@@ -161,7 +162,7 @@ pub(super) async fn watch(mut client: Client, run_id: &str, json: bool) -> anyho
 
 /// What Ctrl-C does to a followed run.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum OnInterrupt {
+pub(super) enum OnInterrupt {
     /// The client that submitted it cancels it (state kept for a resume).
     Cancel,
     /// A watcher only stops watching.
@@ -192,16 +193,16 @@ pub fn unseen_eval(args: crate::cli::UnseenEvalArgs) -> anyhow::Result<Outcome> 
     })
 }
 
-/// Follows a submitted run's events with progress bars (Ctrl-C cancels it), then prints the
-/// aggregate table (or the JSON report) from its results.
-async fn follow(
-    mut client: Client,
-    submitted: SubmitRunResponse,
+/// Follows a submitted run's events with progress bars until it ends (Ctrl-C cancels it, or
+/// detaches a watcher: then None), and returns its final status.
+pub(super) async fn watch_until_end(
+    client: &mut Client,
+    submitted: &SubmitRunResponse,
     out: &Path,
     json: bool,
     what: &str,
     on_interrupt: OnInterrupt,
-) -> anyhow::Result<Outcome> {
+) -> anyhow::Result<Option<RunStatus>> {
     let run_id = submitted.run_id.clone();
     let mut view = View::new(json, submitted.total as u64);
     view.note(&format!(
@@ -233,11 +234,11 @@ async fn follow(
                 if on_interrupt == OnInterrupt::Detach {
                     view.finish();
                     view.note(&format!("detached from run {run_id}; it goes on (`arenactl runner watch {run_id}` to attach again)"));
-                    return Ok(Outcome::Cancelled);
+                    return Ok(None);
                 }
                 cancelling = true;
                 view.note("cancelling: killing the run's containers (state is kept; run the same command to resume)");
-                cancel(&mut client, &run_id).await?;
+                cancel(client, &run_id).await?;
             }
         }
     }
@@ -248,6 +249,25 @@ async fn follow(
         })
         .await?
         .into_inner();
+    Ok(Some(status))
+}
+
+/// Follows a submitted run's events with progress bars (Ctrl-C cancels it), then prints the
+/// aggregate table (or the JSON report) from its results.
+async fn follow(
+    mut client: Client,
+    submitted: SubmitRunResponse,
+    out: &Path,
+    json: bool,
+    what: &str,
+    on_interrupt: OnInterrupt,
+) -> anyhow::Result<Outcome> {
+    let Some(status) =
+        watch_until_end(&mut client, &submitted, out, json, what, on_interrupt).await?
+    else {
+        return Ok(Outcome::Cancelled);
+    };
+    let run_id = submitted.run_id.clone();
     let set: ResultSet = serde_json::from_str(&status.results_json)
         .context("the runner's result set is not valid JSON")?;
     let state = RunState::try_from(status.state).unwrap_or(RunState::Failed);
@@ -367,6 +387,22 @@ pub(super) fn describe(ev: &RunEvent) -> Option<String> {
             mark(ev.passed),
             detail(&ev.message)
         ),
+        EventKind::TaskResult if ev.result_json.contains("\"probe\"") => {
+            let passed = serde_json::from_str::<serde_json::Value>(&ev.result_json)
+                .ok()
+                .and_then(|v| {
+                    let p = v["unseen"]["original_passed"].as_array()?.clone();
+                    v["probe"].is_object().then_some(p)
+                });
+            match passed {
+                Some(p) => format!(
+                    "probed: the original passes {} of {} configurations",
+                    p.iter().filter(|b| b.as_bool() == Some(true)).count(),
+                    p.len()
+                ),
+                None => "probed".into(),
+            }
+        }
         EventKind::TaskResult => {
             // Scores are computed from the record, never stored in it.
             let scored = serde_json::from_str::<serde_json::Value>(&ev.result_json)

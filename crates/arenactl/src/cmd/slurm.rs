@@ -35,6 +35,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<Outcome> {
             hidden_set: args.unseen.as_deref().map(absolute),
             memory: args.memory,
             perf_pairs: args.perf_pairs,
+            probe: false,
         },
         agents_dir: absolute(&args.local.agents_dir),
         exe: std::env::current_exe().context("finding arenactl's own path for the jobs")?,

@@ -1,7 +1,7 @@
 //! `arenactl unseen generate|digest|eval`.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::Context;
 use arena_task::hidden::{verify_set, write_set_with, Manifest, SkipKind, Skipped, TaskUnseen};
@@ -9,29 +9,11 @@ use arena_task::unseen::{GenOptions, CATEGORIES};
 use arena_task::{discover_all, Task};
 
 use super::{print_json, Outcome};
-use crate::cli::UnseenCommand;
+use crate::cli::{UnseenCommand, UnseenGenerateArgs};
 
 pub fn run(cmd: UnseenCommand) -> anyhow::Result<Outcome> {
     match cmd {
-        UnseenCommand::Generate {
-            tasks,
-            seed,
-            out,
-            per_task,
-            memory_budget_gib,
-            max_scale,
-            json,
-        } => generate(
-            &tasks,
-            GenOptions {
-                seed,
-                per_task,
-                memory_budget: memory_budget_gib << 30,
-                max_scale,
-            },
-            &out,
-            json.json,
-        ),
+        UnseenCommand::Generate(args) => generate(*args),
         UnseenCommand::Eval(args) => super::run::unseen_eval(*args),
         UnseenCommand::Digest { dir, json } => {
             let m = verify_set(&dir)?;
@@ -48,16 +30,20 @@ pub fn run(cmd: UnseenCommand) -> anyhow::Result<Outcome> {
 }
 
 /// `arenactl unseen generate`: every task found gets a set or a named reason; a task that
-/// cannot be read never stops the others (exit code 3 says the set is partial).
-fn generate(
-    roots: &[PathBuf],
-    opts: GenOptions,
-    out: &Path,
-    json: bool,
-) -> anyhow::Result<Outcome> {
+/// cannot be read never stops the others (exit code 3 says the set is partial). With
+/// `--probe`, only configurations the original kernel passed are sealed.
+fn generate(args: UnseenGenerateArgs) -> anyhow::Result<Outcome> {
+    let opts = GenOptions {
+        seed: args.seed,
+        per_task: args.per_task,
+        memory_budget: args.memory_budget_gib << 30,
+        max_scale: args.max_scale,
+        first_label: 0,
+    };
+    let (out, json) = (&args.out, args.json.json);
     let mut loaded = Vec::new();
     let mut refused = Vec::new();
-    let found = discover_all(roots)?;
+    let found = discover_all(&args.tasks)?;
     for f in &found {
         match Task::load(&f.dir, &f.id) {
             Ok(t) => loaded.push(t),
@@ -68,7 +54,10 @@ fn generate(
             }),
         }
     }
-    let m = write_set_with(&loaded, refused, opts, out)?;
+    let m = match &args.probe {
+        Some(lock) => super::unseen_probe::probed_set(&loaded, refused, opts, lock, &args)?,
+        None => write_set_with(&loaded, refused, opts, out)?,
+    };
     let cov = coverage(&m, out, found.len())?;
     for s in &m.skipped {
         eprintln!("warning: {}: skipped: {}", s.task_id, s.reason);
@@ -87,8 +76,8 @@ fn generate(
         );
         println!(
             "coverage: {} of {} tasks have a set ({} declare no shapes, {} declare them only \
-             where the agent writes, {} could not be read or generated); {} of {} sets cover \
-             all {} categories",
+             where the agent writes, {} could not be read, generated or run); {} of {} sets \
+             cover all {} categories",
             cov.with_set,
             cov.tasks,
             cov.no_declaration,
@@ -98,6 +87,15 @@ fn generate(
             cov.with_set,
             CATEGORIES.len()
         );
+        if let Some(p) = &m.probe {
+            let probed: usize = p.tasks.iter().map(|t| t.probed).sum();
+            let passed: usize = p.tasks.iter().map(|t| t.passed).sum();
+            println!(
+                "probe: the original kernel passed {passed} of {probed} candidate configurations \
+                 in {} round(s); every sealed configuration is one it passed",
+                p.rounds
+            );
+        }
     }
     Ok(if cov.failed > 0 {
         Outcome::Partial
