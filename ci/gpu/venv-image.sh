@@ -26,7 +26,9 @@
 #            (triton2triton/vllm/triton_bincount).
 #   ARENA_GPU_UNSEEN=1: before the run, `arenactl unseen generate --probe` over the locked
 #            tasks (the original kernel on each candidate configuration in its image), and
-#            the run evaluates both kernels on the probed set (ARENA_GPU_PER_TASK: 6).
+#            the run evaluates both kernels on the probed set (ARENA_GPU_PER_TASK: 6;
+#            ARENA_GPU_PROBE_ARGS: more of its arguments). A probe cut short goes on in the
+#            next call (ARENA_GPU_KEEP=1); a sealed set is kept.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 bin=$(cd "$1" && pwd)
@@ -39,6 +41,11 @@ recipe=${ARENA_GPU_RECIPE:-cuda-venv}
 work=${ARENA_GPU_WORK:-/tmp/arena-venv}
 arenactl=$bin/arenactl
 export ARENA_HOST_ROOT=/
+# Everything said also goes to OUT_DIR/log.txt, which comes back even from a call cut short.
+exec > >(tee -a "$out/log.txt") 2>&1
+(while sleep 30; do echo "-- $(date +%T)"; done) &
+ticker=$!
+trap 'kill $ticker 2>/dev/null || true' EXIT
 now() { date +%s.%N; }
 since() { python3 -c "import sys; print(f'{float(sys.argv[2]) - float(sys.argv[1]):.2f}')" "$1" "$(now)"; }
 mkdir -p "$work"
@@ -125,17 +132,21 @@ fi
 [ "$tasks" = none ] && exit 0
 unseen_args=()
 if [ "${ARENA_GPU_UNSEEN:-0}" = 1 ]; then
-  if [ "$keep" = 1 ] && [ -f "$work/hidden/manifest.json" ]; then
+  if [ -f "$work/hidden/manifest.json" ]; then
     echo "== keeping the probed set of an earlier call"
   else
     echo "== unseen generate --probe over $taskroot"
-    rm -rf "$work/hidden"
     t=$(now)
-    ARENA_STORE=$work/a $arenactl unseen generate --tasks "$taskroot" --seed "${ARENA_GPU_SEED:-1}" \
+    plimit=100000
+    [ -n "${ARENA_GPU_DEADLINE:-}" ] && plimit=$((ARENA_GPU_DEADLINE - SECONDS))
+    ARENA_STORE=$work/a timeout -s INT "$plimit" $arenactl unseen generate --tasks "$taskroot" --seed "${ARENA_GPU_SEED:-1}" \
       --per-task "${ARENA_GPU_PER_TASK:-6}" --out "$work/hidden" --probe "$work/cuda-venv.lock" \
-      --gpus nvidia:0 --containerd "$sock" --json >"$out/probed-set.json" 2>"$out/probe.log" || echo "PROBE rc=$?"
+      --gpus nvidia:0 --containerd "$sock" ${ARENA_GPU_PROBE_ARGS:-} || echo "PROBE rc=$?"
     echo "TIME probe $(since "$t")"
-    tail -5 "$out/probe.log"
+    if [ ! -f "$work/hidden/manifest.json" ]; then
+      echo "the probe is not finished: call again with ARENA_GPU_KEEP=1 to go on"
+      exit 0
+    fi
   fi
   python3 - "$work/hidden" <<'PY' || true
 import json, os, sys

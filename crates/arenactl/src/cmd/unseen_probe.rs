@@ -5,19 +5,21 @@
 //! Tasks left short of passing configurations, or missing a category that was made but never
 //! passed, go another round. The sealed set takes passing configurations, the categories in
 //! turn; a task whose original passed none is skipped, saying so. The candidate sets and the
-//! probe runs live in a private directory beside the set, removed once it is sealed (kept,
-//! and named, if the probe fails).
+//! probe runs live in `.<set name>.probe` beside the set, removed once it is sealed. A probe
+//! that stops (Ctrl-C, a crash, a failed task run) keeps it: the same command again makes the
+//! same candidates, finds them sealed there, and resumes their probe runs, so probes that
+//! finished are not run again.
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use arena_image::Lockfile;
 use arena_proto::v1::{RunState, SubmitRunRequest};
 use arena_run::{Item, RunDir};
 use arena_task::hidden::{
-    choose, generate_sets, needs_more, seal_set, Manifest, ProbeRecord, ProbedTask, SkipKind,
-    Skipped, TaskUnseen,
+    choose, generate_sets, needs_more, seal_set, verify_set, Manifest, ProbeRecord, ProbedTask,
+    SkipKind, Skipped, TaskUnseen,
 };
 use arena_task::unseen::{GenOptions, UnseenConfig};
 use arena_task::Task;
@@ -87,34 +89,25 @@ pub(super) fn probed_set(
         .with_context(|| format!("reading {}", lock_path.display()))?
         .0
         .to_string();
-    let parent = match args.out.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    };
-    std::fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
-    let work = tempfile::Builder::new()
-        .prefix(".unseen-probe-")
-        .tempdir_in(parent)
-        .with_context(|| format!("a private directory in {}", parent.display()))?;
+    let work = work_dir(&args.out)?;
+    std::fs::create_dir_all(&work).with_context(|| format!("creating {}", work.display()))?;
     let mut skipped = refused;
-    let probed = runtime()?.block_on(probe_rounds(
-        tasks,
-        opts,
-        lock_path,
-        args,
-        work.path(),
-        &mut skipped,
-    ));
-    let probed = match probed {
-        Ok(p) => p,
-        Err(e) => {
-            let kept = work.keep();
-            return Err(e.context(format!(
-                "the probe's candidate sets and runs are kept in {}",
-                kept.display()
-            )));
-        }
-    };
+    let probed = runtime()?
+        .block_on(probe_rounds(
+            tasks,
+            opts,
+            lock_path,
+            args,
+            &work,
+            &mut skipped,
+        ))
+        .map_err(|e| {
+            e.context(format!(
+                "the probe stopped; its candidate sets and runs are kept in {}: the same \
+                 command goes on from there",
+                work.display()
+            ))
+        })?;
     let mut sets = Vec::new();
     let mut record = ProbeRecord {
         image_lock_digest: lock_digest,
@@ -147,7 +140,44 @@ pub(super) fn probed_set(
         sets.push(template);
     }
     let m = seal_set(&args.out, sets, skipped, opts, Some(record))?;
+    std::fs::remove_dir_all(&work).with_context(|| format!("removing {}", work.display()))?;
     Ok(m)
+}
+
+/// `.<name>.probe` beside the set `out`: where its probe works, the same for the same `out`.
+fn work_dir(out: &Path) -> anyhow::Result<PathBuf> {
+    let name = out
+        .file_name()
+        .with_context(|| format!("{}: --out needs a directory name", out.display()))?;
+    Ok(out.with_file_name(format!(".{}.probe", name.to_string_lossy())))
+}
+
+/// Seals `candidates` as round `dir`'s candidate set, or finds them sealed there by an
+/// earlier start of the same probe (then its run resumes). Candidates that differ from what
+/// an earlier start sealed replace it, and that start's run goes with it.
+fn seal_candidates(
+    dir: &Path,
+    candidates: Vec<TaskUnseen>,
+    opts: GenOptions,
+) -> anyhow::Result<(PathBuf, PathBuf)> {
+    let (set_dir, run_dir) = (dir.join("candidates"), dir.join("run"));
+    let fresh = dir.join("candidates.new");
+    let _ = std::fs::remove_dir_all(&fresh);
+    let new = seal_set(&fresh, candidates, Vec::new(), opts, None)?;
+    let same = verify_set(&set_dir).is_ok_and(|old| old.set_digest == new.set_digest);
+    if same {
+        std::fs::remove_dir_all(&fresh)?;
+    } else {
+        for old in [&set_dir, &run_dir] {
+            if old.exists() {
+                std::fs::remove_dir_all(old)
+                    .with_context(|| format!("removing {}", old.display()))?;
+            }
+        }
+        std::fs::rename(&fresh, &set_dir)
+            .with_context(|| format!("renaming {} into place", fresh.display()))?;
+    }
+    Ok((set_dir, run_dir))
 }
 
 /// The rounds of generation and probing.
@@ -196,9 +226,11 @@ async fn probe_rounds(
             break;
         }
         probed.rounds = r + 1;
-        let dir = work.join(format!("round-{r}"));
-        let (set_dir, run_dir) = (dir.join("candidates"), dir.join("run"));
-        seal_set(&set_dir, candidates.clone(), Vec::new(), round_opts, None)?;
+        let (set_dir, run_dir) = seal_candidates(
+            &work.join(format!("round-{r}")),
+            candidates.clone(),
+            round_opts,
+        )?;
         let submitted = client
             .submit_run(SubmitRunRequest {
                 image_lock: path(lock_path)?,
@@ -277,4 +309,58 @@ async fn probe_rounds(
         }
     }
     Ok(probed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample_sets(seed: u64) -> (Vec<TaskUnseen>, GenOptions) {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tasks");
+        let tasks: Vec<Task> = arena_task::discover(&root)
+            .unwrap()
+            .into_iter()
+            .map(|f| Task::load(&f.dir, &f.id).unwrap())
+            .collect();
+        let opts = GenOptions {
+            seed,
+            ..Default::default()
+        };
+        let (sets, skipped) = generate_sets(&tasks, opts);
+        assert!(skipped.is_empty() && !sets.is_empty());
+        (sets, opts)
+    }
+
+    /// A probe started again finds the same candidates sealed and keeps its run (which
+    /// resumes); different candidates replace both, so no result of another set is read.
+    #[test]
+    fn a_restarted_probe_keeps_its_run_only_for_the_same_candidates() {
+        let d = tempfile::tempdir().unwrap();
+        let round = d.path().join("round-0");
+        let (sets, opts) = sample_sets(7);
+        let (set_dir, run_dir) = seal_candidates(&round, sets.clone(), opts).unwrap();
+        let digest = verify_set(&set_dir).unwrap().set_digest;
+        std::fs::create_dir_all(&run_dir).unwrap();
+        std::fs::write(run_dir.join("finished-probe"), "kept").unwrap();
+
+        let again = seal_candidates(&round, sets, opts).unwrap();
+        assert_eq!(again, (set_dir.clone(), run_dir.clone()));
+        assert_eq!(verify_set(&set_dir).unwrap().set_digest, digest);
+        assert!(run_dir.join("finished-probe").exists());
+        assert!(!round.join("candidates.new").exists());
+
+        let (other, opts) = sample_sets(8);
+        seal_candidates(&round, other, opts).unwrap();
+        assert_ne!(verify_set(&set_dir).unwrap().set_digest, digest);
+        assert!(!run_dir.exists(), "the other set's run must go");
+    }
+
+    #[test]
+    fn the_probe_works_beside_its_set() {
+        assert_eq!(
+            work_dir(Path::new("out/hidden")).unwrap(),
+            Path::new("out/.hidden.probe")
+        );
+        assert!(work_dir(Path::new("/")).is_err());
+    }
 }
