@@ -21,8 +21,15 @@ pub fn prompt(task: &Task, agent: &Agent, gpu_kind: &str) -> String {
     s.push_str(
         "# Source files\n\nYou may edit only these files (paths relative to the workspace):\n\n",
     );
-    for f in &c.source_file_path {
-        s.push_str(&format!("- `{f}`\n"));
+    for f in &task.agent_files {
+        if arena_task::split::is_split(&task.dir, f) {
+            s.push_str(&format!(
+                "- `{f}`: the kernel, above the line of `#`s; the tests below that line are the \
+                 task's, and the evaluation replaces them with its own copy\n"
+            ));
+        } else {
+            s.push_str(&format!("- `{f}`\n"));
+        }
     }
     if let Some(code) = &c.prompt.source_code {
         s.push_str(&format!("\n{code}\n"));

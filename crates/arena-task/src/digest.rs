@@ -122,11 +122,32 @@ pub fn task_digest(dir: &Path) -> Result<Digest, TaskError> {
 
 /// `sha256:<hex>` of the task tree without the files the agent may edit (`source_file_path`):
 /// the harness, configuration and everything else the evaluator trusts. A task result names
-/// it, so two results can be compared only if they were judged by the same harness.
+/// it, so two results can be compared only if they were judged by the same harness. Of an
+/// editable file split into kernel and tests ([`crate::split`]), the tests are the task's and
+/// are covered (after the tree, as `s`, path, bytes).
 pub fn harness_digest(dir: &Path, editable: &[String]) -> Result<Digest, TaskError> {
     let mut tree = task_tree(dir)?;
-    tree.retain(|e| !editable.iter().any(|s| s.trim_start_matches("./") == e.rel));
-    digest_entries(HARNESS_DOMAIN, &tree)
+    let is_editable = |e: &TreeEntry| editable.iter().any(|s| s.trim_start_matches("./") == e.rel);
+    let mut tests = Vec::new();
+    for e in tree.iter().filter(|e| is_editable(e)) {
+        if let EntryKind::File { .. } = e.kind {
+            if let Ok(text) = std::fs::read_to_string(&e.path) {
+                if let Some(part) = crate::split::harness_part(&text) {
+                    tests.push((e.rel.clone(), part.as_bytes().to_vec()));
+                }
+            }
+        }
+    }
+    tree.retain(|e| !is_editable(e));
+    let mut h = Sha256::new();
+    h.update(HARNESS_DOMAIN);
+    hash_entries(&mut h, &tree)?;
+    for (rel, bytes) in &tests {
+        h.update(b"s");
+        put_bytes(&mut h, rel.as_bytes());
+        put_bytes(&mut h, bytes);
+    }
+    Ok(Digest::from_sha256(h.finalize().into()))
 }
 
 const HARNESS_DOMAIN: &[u8] = b"arena.harness-digest.v1\n";
@@ -134,21 +155,26 @@ const HARNESS_DOMAIN: &[u8] = b"arena.harness-digest.v1\n";
 fn digest_entries(domain: &[u8], tree: &[TreeEntry]) -> Result<Digest, TaskError> {
     let mut h = Sha256::new();
     h.update(domain);
+    hash_entries(&mut h, tree)?;
+    Ok(Digest::from_sha256(h.finalize().into()))
+}
+
+fn hash_entries(h: &mut Sha256, tree: &[TreeEntry]) -> Result<(), TaskError> {
     let mut buf = vec![0u8; 64 * 1024];
     for e in tree {
         match &e.kind {
             EntryKind::Dir => {
                 h.update(b"d");
-                put_bytes(&mut h, e.rel.as_bytes());
+                put_bytes(h, e.rel.as_bytes());
             }
             EntryKind::Symlink { target } => {
                 h.update(b"l");
-                put_bytes(&mut h, e.rel.as_bytes());
-                put_bytes(&mut h, target.as_bytes());
+                put_bytes(h, e.rel.as_bytes());
+                put_bytes(h, target.as_bytes());
             }
             EntryKind::File { executable, size } => {
                 h.update(if *executable { b"x" } else { b"f" });
-                put_bytes(&mut h, e.rel.as_bytes());
+                put_bytes(h, e.rel.as_bytes());
                 h.update(size.to_le_bytes());
                 let mut f =
                     std::fs::File::open(&e.path).map_err(|err| TaskError::io(&e.path, err))?;
@@ -172,7 +198,7 @@ fn digest_entries(domain: &[u8], tree: &[TreeEntry]) -> Result<Digest, TaskError
             }
         }
     }
-    Ok(Digest::from_sha256(h.finalize().into()))
+    Ok(())
 }
 
 #[cfg(test)]
@@ -190,6 +216,23 @@ mod tests {
         fs::write(a.path().join("source/k.py"), "def k(): return 1\n").unwrap();
         assert_eq!(before, harness_digest(a.path(), &editable).unwrap());
         fs::write(a.path().join("scripts/run.py"), "print(2)\n").unwrap();
+        assert_ne!(before, harness_digest(a.path(), &editable).unwrap());
+    }
+
+    #[test]
+    fn harness_digest_covers_the_tests_of_a_split_file() {
+        let a = tempfile::tempdir().unwrap();
+        make_tree(a.path());
+        let rule = "#".repeat(146);
+        let split = |kernel: &str, tests: &str| format!("{kernel}{rule}\n{tests}");
+        let k = a.path().join("source/k.py");
+        fs::write(&k, split("def k(): pass\n", "def test(): k()\n")).unwrap();
+        let editable = vec!["source/k.py".to_string()];
+        let before = harness_digest(a.path(), &editable).unwrap();
+        // The agent's part may change; the tests may not.
+        fs::write(&k, split("def k(): return 1\n", "def test(): k()\n")).unwrap();
+        assert_eq!(before, harness_digest(a.path(), &editable).unwrap());
+        fs::write(&k, split("def k(): pass\n", "def test(): pass\n")).unwrap();
         assert_ne!(before, harness_digest(a.path(), &editable).unwrap());
     }
 

@@ -14,6 +14,7 @@ pub mod id;
 pub mod iterations;
 pub mod paths;
 pub mod shapes;
+pub mod split;
 pub mod task;
 pub mod task_type;
 pub mod unseen;

@@ -18,6 +18,10 @@ pub struct Task {
     pub id: TaskId,
     pub dir: PathBuf,
     pub config: TaskConfig,
+    /// The files the agent's work is taken from (relative to `dir`): `target_file_path`,
+    /// else `source_file_path`, else the split files the commands test
+    /// ([`crate::split::agent_files`]). Of a split file, only the kernel part is the agent's.
+    pub agent_files: Vec<String>,
     /// Things worth a look that do not stop the task from running.
     pub warnings: Vec<String>,
 }
@@ -132,10 +136,26 @@ impl Task {
                 }
             ));
         }
+        let agent_files = crate::split::agent_files(dir, &config);
+        if agent_files.is_empty() && !config.sources_external() {
+            warnings.push(format!(
+                "{fname}: source_file_path: names no file, and no file its commands test holds \
+                 a kernel part; nothing the agent writes will reach the evaluator"
+            ));
+        }
+        for rel in &agent_files {
+            if crate::split::is_split(dir, rel) {
+                warnings.push(format!(
+                    "{fname}: {rel}: kernel and tests in one file; the agent's work is the part \
+                     above the line of #s, the tests below it are the task's"
+                ));
+            }
+        }
         Ok(Task {
             id,
             dir: dir.to_path_buf(),
             config,
+            agent_files,
             warnings,
         })
     }

@@ -12,7 +12,31 @@ use clap::Parser;
 use cli::{Cli, Command};
 use cmd::Outcome;
 
+/// What a command killed by SIGPIPE exits with in a shell (128 + 13).
+const BROKEN_PIPE_EXIT: i32 = 141;
+
+/// `arenactl … | head -1`: once the reader has gone, stdout's next write fails and `println!`
+/// panics. That is the reader's choice, not a bug: end quietly, as a shell tool would, with
+/// the status a process killed by SIGPIPE has. SIGPIPE itself stays ignored (Rust's default),
+/// so a peer closing a runner socket is an error to handle, never a silent death.
+fn quiet_on_broken_stdout() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let payload = info.payload();
+        let msg = payload
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| payload.downcast_ref::<&str>().copied())
+            .unwrap_or_default();
+        if msg.starts_with("failed printing to stdout") && msg.contains("Broken pipe") {
+            std::process::exit(BROKEN_PIPE_EXIT);
+        }
+        default(info);
+    }));
+}
+
 fn main() -> ExitCode {
+    quiet_on_broken_stdout();
     let cli = Cli::parse();
     // Text logs default to warnings; JSON logs are for machines, which want the lifecycle.
     let default = match cli.log_format {

@@ -469,3 +469,51 @@ fn one_bad_task_never_stops_a_set_and_the_exit_code_says_partial() {
         "{e}"
     );
 }
+
+#[test]
+fn show_prints_every_field_in_full() {
+    let (tmp, _) = task_tree(&format!(
+        "{}target_file_path: [source/k.hip]\nharness_path: scripts/h.py\nrepo_url: https://example.invalid/r.git\nfuture_field: 1\nprompt:\n  instructions: |\n    Optimize k.\n\n    Keep the signature.\n    Third line.\n",
+        GOOD_CONFIG
+    ));
+    let o = arenactl(&["task", "show", "tasks/t"], tmp.path());
+    no_panic(&o);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = stdout(&o);
+    for want in [
+        "source files:        source/k.py",
+        "target files:        source/k.hip",
+        "agent's files:       source/k.hip",
+        "harness:             scripts/h.py",
+        "repo url:            https://example.invalid/r.git",
+        "unknown fields:      future_field",
+        "instructions:\n    Optimize k.\n",
+        "    Keep the signature.\n    Third line.\n",
+    ] {
+        assert!(out.contains(want), "`{want}` missing from:\n{out}");
+    }
+    // The same fields as JSON.
+    let o = arenactl(&["task", "show", "tasks/t", "--json"], tmp.path());
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["config"]["target_file_path"][0], "source/k.hip");
+    assert!(v["config"]["prompt"]["instructions"]
+        .as_str()
+        .unwrap()
+        .ends_with("Third line.\n"));
+}
+
+#[test]
+fn a_reader_that_goes_away_ends_output_quietly() {
+    // `arenactl … --json | head -1`: the pipe's reader is gone before the first write.
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let o = Command::new(env!("CARGO_BIN_EXE_arenactl"))
+        .args(["task", "validate", "--json", "ci/fixtures/aka-slice/tasks"])
+        .current_dir(repo())
+        .stdout(writer)
+        .output()
+        .expect("run arenactl");
+    no_panic(&o);
+    assert_eq!(o.status.code(), Some(141), "{}", stderr(&o));
+    assert_eq!(stderr(&o), "");
+}

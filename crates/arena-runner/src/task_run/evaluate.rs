@@ -381,7 +381,8 @@ impl TaskRun<'_> {
         let dir = self.ctx.rundir.item_dir(self.item);
         stage_sources(
             &dir.join("workspace"),
-            self.task.config.agent_files(),
+            &self.task.agent_files,
+            &self.task.dir,
             &dir.join("staged/candidate"),
         )
         .map_err(|e| e.to_string())
@@ -396,7 +397,8 @@ impl TaskRun<'_> {
         let _ = std::fs::remove_dir_all(&stage);
         Ok(stage_sources(
             &dir.join("staged/candidate"),
-            self.task.config.agent_files(),
+            &self.task.agent_files,
+            &self.task.dir,
             &stage,
         )
         .ok())

@@ -116,7 +116,7 @@ impl TaskRun<'_> {
                 "task digest",
                 self.rec.task_digest.as_deref().unwrap_or_default(),
             )?,
-            harness: arena_task::harness_digest(&self.task.dir, self.task.config.agent_files())?,
+            harness: arena_task::harness_digest(&self.task.dir, &self.task.agent_files)?,
             image: self.image.manifest.clone(),
             agent_image: agent_image.manifest.clone(),
             agent: digest("agent digest", &ctx.agent.digest)?,

@@ -89,7 +89,7 @@ impl TaskRun<'_> {
         copy_task_tree(&self.task.dir, &harness.join("task"))?;
         mode(&harness, 0o700)?;
         let kernels = dir.join("kernel");
-        let sources = self.task.config.agent_files();
+        let sources = &self.task.agent_files;
         self.kernel_dir(
             &self.task.dir,
             sources,

@@ -19,6 +19,7 @@ use arena_run::result::UnseenResult;
 use arena_runtime::BindMount;
 use arena_task::declarations::Declaration;
 use arena_task::hidden::TaskUnseen;
+use arena_task::split;
 
 use super::evaluate::{gate_label, Phase};
 use super::self_reported::SelfReportedRun;
@@ -168,6 +169,9 @@ impl KernelOnUnseen {
     }
 }
 
+/// The agent's kernel parts of split declaration files, by task-relative path.
+type Kernels = BTreeMap<String, String>;
+
 /// What evaluating one task on its unseen set needs.
 struct UnseenEval<'a> {
     run: &'a TaskRun<'a>,
@@ -180,24 +184,83 @@ struct UnseenEval<'a> {
 }
 
 impl UnseenEval<'_> {
-    /// The task's declaration files rewritten with `entries`: (relative path, text).
-    fn variant_texts(&self, entries: &[String]) -> Result<Vec<(String, String)>> {
+    /// The task's declaration files rewritten with `entries`: (relative path, text). Of a file
+    /// split into kernel and tests, only the tests are rewritten, and the kernel part is the
+    /// one `kernels` holds for it (the agent's) or else the task's own.
+    fn variant_texts(
+        &self,
+        entries: &[String],
+        kernels: &Kernels,
+    ) -> Result<Vec<(String, String)>> {
         let mut out = Vec::new();
         for rel in &self.files {
+            let rel = rel.trim_start_matches("./");
             let host = self.run.task.dir.join(rel);
             let src = std::fs::read_to_string(&host).map_err(|e| RunnerError::io(&host, e))?;
-            let text =
-                arena_task::declarations::rewrite(&src, &self.decl, entries).map_err(|e| {
-                    RunnerError::invalid(host.display(), &self.set.declaration, e.to_string())
-                })?;
-            out.push((rel.trim_start_matches("./").to_string(), text));
+            let bad = |e: String| RunnerError::invalid(host.display(), &self.set.declaration, e);
+            let rewrite = |text: &str| {
+                arena_task::declarations::rewrite(text, &self.decl, entries)
+                    .map_err(|e| bad(e.to_string()))
+            };
+            let text = match split::harness_part(&src) {
+                Some(tests) => {
+                    let kernel = kernels
+                        .get(rel)
+                        .map(String::as_str)
+                        .unwrap_or_else(|| split::kernel_part(&src));
+                    split::splice(kernel, &rewrite(tests)?)
+                        .ok_or_else(|| bad("the rewrite lost the line of #s".into()))?
+                }
+                None => rewrite(&src)?,
+            };
+            out.push((rel.to_string(), text));
         }
         Ok(out)
     }
 
+    /// The kernel parts of the staged sources that are split declaration files, by path.
+    fn kernels(&self, sources: &[StagedSource]) -> Result<Kernels> {
+        let mut out = Kernels::new();
+        for s in sources {
+            let rel = s.rel.trim_start_matches("./");
+            if !self.files.iter().any(|f| f.trim_start_matches("./") == rel)
+                || !split::is_split(&self.run.task.dir, rel)
+            {
+                continue;
+            }
+            let text = std::fs::read_to_string(&s.host).map_err(|e| RunnerError::io(&s.host, e))?;
+            out.insert(rel.to_string(), split::kernel_part(&text).to_string());
+        }
+        Ok(out)
+    }
+
+    /// `sources` with each split declaration file taken from the variant in `dir` (its
+    /// kernel part is the agent's already), so that the tree gets the rewritten tests.
+    fn over_variant(
+        &self,
+        sources: &[StagedSource],
+        dir: &Path,
+        kernels: &Kernels,
+    ) -> Vec<StagedSource> {
+        sources
+            .iter()
+            .map(|s| {
+                let rel = s.rel.trim_start_matches("./");
+                if kernels.contains_key(rel) {
+                    StagedSource {
+                        rel: s.rel.clone(),
+                        host: dir.join(rel),
+                    }
+                } else {
+                    s.clone()
+                }
+            })
+            .collect()
+    }
+
     /// Writes the task's declaration files rewritten with `entries` under `dir`.
-    fn write_variant(&self, dir: &Path, entries: &[String]) -> Result<()> {
-        for (rel, text) in self.variant_texts(entries)? {
+    fn write_variant(&self, dir: &Path, entries: &[String], kernels: &Kernels) -> Result<()> {
+        for (rel, text) in self.variant_texts(entries, kernels)? {
             let to = dir.join(&rel);
             if let Some(parent) = to.parent() {
                 std::fs::create_dir_all(parent).map_err(|e| RunnerError::io(parent, e))?;
@@ -228,13 +291,15 @@ impl UnseenEval<'_> {
     /// One kernel (`sources` over the image's; none for the original) on the whole set.
     async fn kernel(&self, phase: &str, sources: &[StagedSource]) -> Result<KernelOnUnseen> {
         let n = self.set.configs.len();
+        let kernels = self.kernels(sources)?;
         if self.decl.one_config_per_file() {
             let mut evals = Vec::new();
             for (k, entry) in self.entries().into_iter().enumerate() {
                 let dir = self.private.join(format!("{phase}-{k}"));
-                self.write_variant(&dir, &[entry])?;
+                self.write_variant(&dir, &[entry], &kernels)?;
+                let sources = self.over_variant(sources, &dir, &kernels);
                 evals.push(
-                    self.evaluate(&format!("{phase}-{k}"), sources, &dir)
+                    self.evaluate(&format!("{phase}-{k}"), &sources, &dir)
                         .await?,
                 );
             }
@@ -244,12 +309,14 @@ impl UnseenEval<'_> {
             return Ok(KernelOnUnseen::judged(evaluation, self.set, passed));
         }
         let dir = self.private.join(phase);
-        self.write_variant(&dir, &self.entries())?;
-        let evaluation = self.evaluate(phase, sources, &dir).await?.evaluation;
+        self.write_variant(&dir, &self.entries(), &kernels)?;
+        let over = self.over_variant(sources, &dir, &kernels);
+        let evaluation = self.evaluate(phase, &over, &dir).await?.evaluation;
         let passed = if evaluation.correct() {
             vec![true; n]
         } else if evaluation.compiled() {
-            self.probe(&format!("{phase}-probe"), sources).await?
+            self.probe(&format!("{phase}-probe"), sources, &kernels)
+                .await?
         } else {
             vec![false; n]
         };
@@ -257,12 +324,17 @@ impl UnseenEval<'_> {
     }
 
     /// Compiles once and runs correctness per configuration in one evaluator container.
-    async fn probe(&self, phase: &str, sources: &[StagedSource]) -> Result<Vec<bool>> {
+    async fn probe(
+        &self,
+        phase: &str,
+        sources: &[StagedSource],
+        kernels: &Kernels,
+    ) -> Result<Vec<bool>> {
         let n = self.set.configs.len();
         let variants = self
             .entries()
             .into_iter()
-            .map(|e| self.variant_texts(&[e]))
+            .map(|e| self.variant_texts(&[e], kernels))
             .collect::<Result<Vec<_>>>()?;
         let views = self.run.views(&self.private.join(phase), &variants)?;
         let timeouts = GateTimeouts::for_task(&self.run.task.config);

@@ -53,24 +53,7 @@ fn shapes_like(name: &str) -> bool {
 /// `--py_modu_file m.py`), in command order, then `harness_path`, each once.
 pub fn command_files(task: &Task) -> Vec<String> {
     let c = &task.config;
-    let mut out: Vec<String> = Vec::new();
-    let commands = c
-        .compile_command
-        .iter()
-        .chain(&c.correctness_command)
-        .chain(&c.performance_command);
-    for cmd in commands {
-        for word in shlex::split(cmd).unwrap_or_default() {
-            let rel = word.trim_start_matches("./").to_string();
-            if rel.ends_with(".py")
-                && !rel.contains("..")
-                && task.dir.join(&rel).is_file()
-                && !out.contains(&rel)
-            {
-                out.push(rel);
-            }
-        }
-    }
+    let mut out = crate::split::command_py_files(&task.dir, c);
     let harness = c
         .harness_path
         .clone()
@@ -255,8 +238,7 @@ fn search(files: &[(String, String)]) -> Result<Option<FoundDeclaration>, String
 /// Finds the task's shape declaration (module docs).
 pub fn find_declaration(task: &Task) -> Result<FoundDeclaration, NotFound> {
     let sources: Vec<String> = task
-        .config
-        .agent_files()
+        .agent_files
         .iter()
         .map(|s| s.trim_start_matches("./").to_string())
         .collect();
@@ -276,9 +258,21 @@ pub fn find_declaration(task: &Task) -> Result<FoundDeclaration, NotFound> {
         .collect();
     rest.sort();
     ordered.extend(rest);
-    let (agent, ours): (Vec<String>, Vec<String>) =
-        ordered.into_iter().partition(|rel| sources.contains(rel));
-    let ours = ours.iter().map(read).collect::<Result<Vec<_>, _>>()?;
+    // The tests of a file split into kernel and tests are the task's, whoever edits the
+    // kernel (crate::split): a declaration there is read (and rewritten there alone).
+    let mut ours = Vec::new();
+    let mut agent = Vec::new();
+    for rel in ordered {
+        if !sources.contains(&rel) {
+            ours.push(read(&rel)?);
+        } else if crate::split::is_split(&task.dir, &rel) {
+            let (rel, text) = read(&rel)?;
+            let tests = crate::split::harness_part(&text).unwrap_or_default();
+            ours.push((rel, tests.to_string()));
+        } else {
+            agent.push(rel);
+        }
+    }
     let at = |e: String| NotFound::Unreadable(format!("{}/{e}", task.dir.display()));
     if let Some(f) = search(&ours).map_err(at)? {
         return Ok(f);

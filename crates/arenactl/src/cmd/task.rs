@@ -159,35 +159,86 @@ fn show(id: &str, root: &Path, json: bool) -> anyhow::Result<Outcome> {
         })?;
         return Ok(Outcome::Ok);
     }
-    let c = &task.config;
-    println!("id:                 {}", task.id);
-    println!("directory:          {}", task.dir.display());
-    println!("task type:          {}", c.task_type);
-    println!("digest:             {digest}");
-    println!("source files:       {}", c.source_file_path.join(", "));
-    println!(
-        "target kernels:     {}",
-        c.target_kernel_functions.join(", ")
-    );
-    println!("compile:            {}", c.compile_command.join(" && "));
-    println!("correctness:        {}", c.correctness_command.join(" && "));
-    println!("performance:        {}", c.performance_command.join(" && "));
-    for (name, t) in [
-        ("compile timeout", c.compile_timeout),
-        ("correctness timeout", c.correctness_timeout),
-        ("performance timeout", c.performance_timeout),
-    ] {
-        if let Some(t) = t {
-            println!("{:<20}{t} s", format!("{name}:"));
-        }
-    }
-    if let Some(i) = &c.prompt.instructions {
-        println!("instructions:       {}", i.lines().next().unwrap_or(""));
-    }
+    print!("{}", show_text(&task, &digest.to_string()));
     for w in &task.warnings {
         eprintln!("warning: {w}");
     }
     Ok(Outcome::Ok)
+}
+
+/// Every field the task sets, in full: lists joined, multi-line texts (instructions, the
+/// prompt's source code and cheatsheet) indented below their name, JSON values as JSON, and
+/// the names of fields arena does not know. Empty fields are left out.
+fn show_text(task: &Task, digest: &str) -> String {
+    let c = &task.config;
+    let mut out = String::new();
+    let mut line = |name: &str, value: String| {
+        if value.is_empty() {
+            return;
+        }
+        let label = format!("{name}:");
+        if value.contains('\n') {
+            out.push_str(&label);
+            out.push('\n');
+            for l in value.trim_end().lines() {
+                out.push_str(&format!("    {l}\n"));
+            }
+        } else {
+            out.push_str(&format!("{label:<21}{value}\n"));
+        }
+    };
+    let list = |v: &[String]| v.join(", ");
+    let opt = |v: &Option<String>| v.clone().unwrap_or_default();
+    let json =
+        |v: &Option<serde_json::Value>| v.as_ref().map(|v| v.to_string()).unwrap_or_default();
+    let secs = |v: Option<f64>| v.map(|t| format!("{t} s")).unwrap_or_default();
+    line("id", task.id.to_string());
+    line("directory", task.dir.display().to_string());
+    line("task type", c.task_type.to_string());
+    line("digest", digest.to_string());
+    line("source files", list(&c.source_file_path));
+    line("target files", list(&c.target_file_path));
+    line("agent's files", list(&task.agent_files));
+    line("target kernels", list(&c.target_kernel_functions));
+    line("harness", opt(&c.harness_path));
+    line("trusted harness", opt(&c.trusted_harness));
+    line("compile", c.compile_command.join(" && "));
+    line("correctness", c.correctness_command.join(" && "));
+    line("performance", c.performance_command.join(" && "));
+    line("compile timeout", secs(c.compile_timeout));
+    line("correctness timeout", secs(c.correctness_timeout));
+    line("performance timeout", secs(c.performance_timeout));
+    line(
+        "memory limit",
+        c.memory_limit
+            .map(|b| format!("{b} bytes"))
+            .unwrap_or_default(),
+    );
+    line("result template", json(&c.task_result_template));
+    line("repository language", opt(&c.repository_language));
+    line("repo url", opt(&c.repo_url));
+    line("repo subdir", opt(&c.repo_subdir));
+    line("post-clone install", list(&c.post_clone_install));
+    line("post-clone mode", opt(&c.post_clone_install_mode));
+    line("platform support", json(&c.platform_support));
+    line("supported archs", list(&c.supported_archs));
+    line("kernel identity", json(&c.kernel_identity));
+    line("source origin", json(&c.source_origin));
+    line("editable sources", list(&c.editable_sources));
+    line("image repo path", opt(&c.image_repo_path));
+    line("image repo exclude", list(&c.image_repo_exclude));
+    line("prompt task type", opt(&c.prompt.task_type));
+    line("instructions", opt(&c.prompt.instructions));
+    line("source code", opt(&c.prompt.source_code));
+    line("cheatsheet", opt(&c.prompt.cheatsheet));
+    let unknown: Vec<String> = c
+        .unknown
+        .keys()
+        .cloned()
+        .chain(c.prompt.unknown.keys().map(|k| format!("prompt.{k}")))
+        .collect();
+    line("unknown fields", list(&unknown));
+    out
 }
 
 fn errors_to_anyhow(e: TaskErrors) -> anyhow::Error {
