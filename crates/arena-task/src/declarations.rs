@@ -24,6 +24,9 @@ pub enum Declaration {
     GetInputs,
     /// A literal list of shapes `get_inputs()` holds in a local name ([`local`]).
     Local(String),
+    /// The integer sizes an input function assigns at the top of its body ([`fn_locals`]):
+    /// `gen_inputs():locals`.
+    FnLocals(String),
 }
 
 impl Declaration {
@@ -32,6 +35,8 @@ impl Declaration {
     pub fn parse(s: &str) -> Declaration {
         if s == "get_inputs()" {
             Declaration::GetInputs
+        } else if let Some(func) = s.strip_suffix(fn_locals::SUFFIX) {
+            Declaration::FnLocals(func.to_string())
         } else if let Some(name) = s.strip_prefix("get_inputs().") {
             Declaration::Local(name.to_string())
         } else if let Some(args) = s
@@ -46,7 +51,7 @@ impl Declaration {
 
     /// Whether one rewritten file holds a single configuration (so each is evaluated alone).
     pub fn one_config_per_file(&self) -> bool {
-        matches!(self, Declaration::GetInputs)
+        matches!(self, Declaration::GetInputs | Declaration::FnLocals(_))
     }
 }
 
@@ -57,6 +62,7 @@ impl fmt::Display for Declaration {
             Declaration::Parametrize(a) => write!(f, "parametrize({a})"),
             Declaration::GetInputs => write!(f, "get_inputs()"),
             Declaration::Local(n) => write!(f, "get_inputs().{n}"),
+            Declaration::FnLocals(func) => write!(f, "{func}{}", fn_locals::SUFFIX),
         }
     }
 }
@@ -81,6 +87,12 @@ pub fn visible_entries(src: &str, decl: &Declaration) -> Result<Vec<Value>, Shap
             )])
         }
         Declaration::Local(name) => Ok(read_local(src, name)?.entries),
+        Declaration::FnLocals(func) => {
+            let d = fn_locals::read_fn_locals(src, func)?;
+            Ok(vec![Value::Tuple(
+                d.constants.iter().map(|c| Value::Int(c.value)).collect(),
+            )])
+        }
     }
 }
 
@@ -124,6 +136,16 @@ pub fn rewrite(src: &str, decl: &Declaration, entries: &[String]) -> Result<Stri
             rewrite_get_inputs(src, &read_get_inputs(src)?, entry)
         }
         Declaration::Local(name) => Ok(rewrite_source(src, &read_local(src, name)?, entries)),
+        Declaration::FnLocals(func) => {
+            let d = fn_locals::read_fn_locals(src, func)?;
+            let [entry] = entries else {
+                return Err(ShapeError::GetInputs {
+                    line: d.line,
+                    message: format!("describes one configuration; {} were given", entries.len()),
+                });
+            };
+            rewrite_get_inputs(src, &d, entry)
+        }
     }
 }
 
@@ -346,6 +368,7 @@ pub fn rewrite_get_inputs(
     Ok(out)
 }
 
+pub mod fn_locals;
 pub mod local;
 mod parametrize;
 pub(crate) use parametrize::{group_entries, has_int};

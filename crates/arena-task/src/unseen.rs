@@ -118,7 +118,8 @@ fn fnv(s: &str) -> u64 {
 const PRIMES: &[i64] = &[
     3, 7, 13, 37, 61, 97, 131, 257, 509, 1021, 2053, 4003, 8191, 16381, 32749,
 ];
-const TOKENS: &[i64] = &[1, 7, 128, 512, 2048, 4096];
+/// Token counts of real workloads: decode batches, short and long prompts.
+const TOKENS: &[i64] = &[1, 7, 24, 128, 384, 512, 1000, 2048, 4096];
 const HIDDEN: &[i64] = &[2048, 2880, 4096, 5120, 7168, 8192];
 
 /// Generates `per_task` configurations, cycling through the six categories. Visible entries
@@ -140,13 +141,7 @@ pub fn generate_with(
     hints: &Hints,
     opts: GenOptions,
 ) -> Result<Vec<UnseenConfig>, GenError> {
-    let mut groups: Vec<Vec<Value>> = Vec::new();
-    for v in visible {
-        match groups.iter_mut().find(|g| form(&g[0]) == form(v)) {
-            Some(g) => g.push(v.clone()),
-            None => groups.push(vec![v.clone()]),
-        }
-    }
+    let groups = forms(visible);
     if groups.len() <= 1 {
         return generate_form(task_id, visible, hints, opts, 0);
     }
@@ -170,6 +165,45 @@ pub fn generate_with(
         return Err(GenError::NoDimensions);
     }
     Ok(out)
+}
+
+/// The visible entries grouped by form, in order of first appearance.
+fn forms(visible: &[Value]) -> Vec<Vec<Value>> {
+    let mut groups: Vec<Vec<Value>> = Vec::new();
+    for v in visible {
+        match groups.iter_mut().find(|g| form(&g[0]) == form(v)) {
+            Some(g) => g.push(v.clone()),
+            None => groups.push(vec![v.clone()]),
+        }
+    }
+    groups
+}
+
+/// The categories the rules leave no room for in any form of `visible`, each with why: a
+/// set that lacks only these covers every category it can.
+pub fn no_room(visible: &[Value], hints: &Hints) -> Vec<(Category, String)> {
+    let tied = forms(visible).iter().all(|g| {
+        let flats: Vec<Vec<Value>> = g
+            .iter()
+            .map(|v| {
+                let mut f = Vec::new();
+                leaves(v, &mut f);
+                f
+            })
+            .collect();
+        let rules = Rules::infer(&flats, &leaf_names(&g[0], hints), hints);
+        rules.free().len() == 1 && rules.dims.len() > 1
+    });
+    if tied && !visible.is_empty() {
+        vec![(
+            Category::Asymmetric,
+            "every problem dimension equals another in every visible configuration, so no \
+             aspect ratio can change"
+                .to_string(),
+        )]
+    } else {
+        Vec::new()
+    }
 }
 
 /// [`generate`] for entries of one form; `offset` rotates which category goes first.
@@ -210,28 +244,27 @@ fn generate_form(
             .max()
             .unwrap_or(1)
     };
-    let min_of = |p: usize| {
-        flats
-            .iter()
-            .filter_map(|f| f[p].as_int())
-            .min()
-            .unwrap_or(1)
-    };
     // The dominant dimension: the one with the largest visible value.
     let dominant = *dim_pos
         .iter()
         .max_by_key(|&&p| (max_of(p), std::cmp::Reverse(p)))
         .expect("non-empty");
-    let largest = flats
-        .iter()
-        .max_by_key(|f| memory_estimate(f))
-        .expect("non-empty")
-        .clone();
-    let smallest = flats
-        .iter()
-        .min_by_key(|f| memory_estimate(f))
-        .expect("non-empty")
-        .clone();
+    let space = categories::Space {
+        flats: &flats,
+        rules: &rules,
+        dominant,
+        largest: flats
+            .iter()
+            .max_by_key(|f| memory_estimate(f))
+            .expect("non-empty")
+            .clone(),
+        smallest: flats
+            .iter()
+            .min_by_key(|f| memory_estimate(f))
+            .expect("non-empty")
+            .clone(),
+        dims: dim_pos,
+    };
 
     let work = |f: &[Value]| -> f64 {
         f.iter()
@@ -248,6 +281,13 @@ fn generate_form(
             f[l] = Value::None;
         }
         rebuild(first, &mut f.iter()).to_python()
+    };
+    // Whether a candidate, once snapped, keeps the rules and budgets and is new.
+    let acceptable = |f: &[Value], seen: &[String]| {
+        memory_estimate(f) <= opts.memory_budget
+            && work(f) <= max_work
+            && rules.violations(f, &flats).is_empty()
+            && !seen.contains(&unlabeled(f))
     };
     let mut seen: Vec<String> = flats.iter().map(|f| unlabeled(f)).collect();
     let mut out: Vec<UnseenConfig> = Vec::new();
@@ -267,144 +307,18 @@ fn generate_form(
             .expect("six categories");
         let category = CATEGORIES[pick];
         attempts += 1;
-        // Start from a visible entry (its dtype and flags are kept).
-        let mut f = flats[(rng.next() % flats.len() as u64) as usize].clone();
-        let set = |f: &mut Vec<Value>, p: usize, v: i64| f[p] = Value::Int(v.max(1));
-        match category {
-            Category::EdgeCase => {
-                // Batch of 1, and a dimension exactly a common block size.
-                set(&mut f, dim_pos[0], 1);
-                if dim_pos.len() > 1 {
-                    let p = dim_pos[1 + (rng.next() % (dim_pos.len() as u64 - 1)) as usize];
-                    set(&mut f, p, rng.pick(&[16, 32, 64, 128, 256, 1024]));
-                } else {
-                    f = smallest.clone();
-                    set(&mut f, dim_pos[0], rng.pick(&[1, 2, 64, 128]));
-                }
-            }
-            Category::ScaleUp => {
-                // The largest configuration, or where that grown would not fit, the one
-                // holding the dominant dimension's largest value.
-                let k = rng.pick(&[2, 3, 4]);
-                f = largest.clone();
-                let mut grown = f.clone();
-                set(&mut grown, dominant, max_of(dominant) * k);
-                if memory_estimate(&grown) > opts.memory_budget {
-                    f = flats
-                        .iter()
-                        .filter(|g| g[dominant].as_int() == Some(max_of(dominant)))
-                        .min_by_key(|g| memory_estimate(g))
-                        .expect("the largest value is held by one")
-                        .clone();
-                }
-                set(&mut f, dominant, max_of(dominant) * k);
-            }
-            Category::ScaleDown => {
-                // The largest dimension that can still shrink below its visible smallest
-                // and stay a multiple of what it must be.
-                f = smallest.clone();
-                let k = rng.pick(&[2, 4, 8]);
-                let p = dim_pos
-                    .iter()
-                    .copied()
-                    .filter(|&p| min_of(p) >= 2 * rules.multiple_of(p))
-                    .max_by_key(|&p| (max_of(p), std::cmp::Reverse(p)))
-                    .unwrap_or(dominant);
-                let m = rules.multiple_of(p);
-                set(&mut f, p, (min_of(p) / k / m * m).max(m));
-            }
-            Category::AlignmentStress => {
-                for &p in &dim_pos {
-                    // An odd prime number of the dimension's required multiple, near its
-                    // visible range: a multiple of nothing larger.
-                    let m = rules.multiple_of(p);
-                    let hi = (max_of(p) / m).max(3);
-                    let near: Vec<i64> = PRIMES.iter().copied().filter(|&q| q <= hi * 2).collect();
-                    set(
-                        &mut f,
-                        p,
-                        m * rng.pick(if near.is_empty() { PRIMES } else { &near }),
-                    );
-                }
-            }
-            Category::Asymmetric => {
-                if dim_pos.len() > 1 {
-                    set(&mut f, dim_pos[0], 1);
-                    set(
-                        &mut f,
-                        dominant,
-                        (max_of(dominant) * 8).min(65536).max(max_of(dominant) + 1),
-                    );
-                    if dominant == dim_pos[0] {
-                        set(&mut f, dim_pos[1], 65536);
-                    }
-                } else {
-                    // One step of the required multiple past two or three times the
-                    // visible largest: long, and a round size plus a remainder.
-                    let (p, m) = (dim_pos[0], rules.multiple_of(dim_pos[0]));
-                    set(&mut f, p, rng.pick(&[2, 3]) * max_of(p).max(32768) + m);
-                }
-            }
-            Category::ProductionRealistic => {
-                if dim_pos.len() >= 2 {
-                    let d0 = dim_pos[0];
-                    let tokens: Vec<i64> = TOKENS
-                        .iter()
-                        .copied()
-                        .filter(|&t| t <= 4 * max_of(d0))
-                        .collect();
-                    set(
-                        &mut f,
-                        d0,
-                        rng.pick(if tokens.is_empty() { TOKENS } else { &tokens }),
-                    );
-                    for &p in &dim_pos[1..] {
-                        // Model sizes this dimension could take: those up to four times its
-                        // visible largest (a small task stays small), else its visible sizes.
-                        let fits: Vec<i64> = HIDDEN
-                            .iter()
-                            .copied()
-                            .filter(|&h| h <= 4 * max_of(p))
-                            .collect();
-                        let v = if fits.is_empty() {
-                            rng.pick(&[min_of(p), max_of(p)])
-                        } else {
-                            rng.pick(&fits)
-                        };
-                        set(&mut f, p, v);
-                    }
-                } else {
-                    // tokens × hidden, as a flattened activation, up to four times the
-                    // visible largest.
-                    let d0 = dim_pos[0];
-                    let sizes: Vec<i64> = TOKENS
-                        .iter()
-                        .flat_map(|t| HIDDEN.iter().map(move |h| t * h))
-                        .filter(|&n| n <= 4 * max_of(d0))
-                        .collect();
-                    let v = if sizes.is_empty() {
-                        rng.pick(&[min_of(d0), max_of(d0)])
-                    } else {
-                        rng.pick(&sizes)
-                    };
-                    set(&mut f, d0, v);
-                }
-            }
-        }
+        let fits = |f: &[Value]| {
+            let mut g = f.to_vec();
+            rules.snap(&mut g);
+            acceptable(&g, &seen)
+        };
+        let mut f = space.make(category, &mut rng, &fits);
         rules.snap(&mut f);
-        if memory_estimate(&f) > opts.memory_budget
-            || work(&f) > max_work
-            || !rules.violations(&f, &flats).is_empty()
-        {
+        if !acceptable(&f, &seen) {
             failed[pick] += 1;
             continue;
         }
-        let key = unlabeled(&f);
-        if seen.contains(&key) {
-            failed[pick] += 1;
-            continue;
-        }
-        seen.push(key);
+        seen.push(unlabeled(&f));
         // A label names the configuration by its place in the set, never a visible one's.
         for &l in &rules.labels {
             f[l] = Value::Str(format!("unseen{}", opts.first_label + out.len()));
@@ -420,6 +334,7 @@ fn generate_form(
     Ok(out)
 }
 
+mod categories;
 mod entry;
 pub mod rules;
 #[cfg(test)]

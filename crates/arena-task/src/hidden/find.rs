@@ -232,7 +232,30 @@ fn search(files: &[(String, String)]) -> Result<Option<FoundDeclaration>, String
             return Ok(Some(f));
         }
     }
-    get_inputs(files)
+    if let Some(f) = get_inputs(files)? {
+        return Ok(Some(f));
+    }
+    Ok(fn_locals(files))
+}
+
+/// The integer sizes an input function assigns at the top of its body, in the first file
+/// that has one (vLLM's fla tasks: `T, D = 512, 128` in `gen_inputs()`).
+fn fn_locals(files: &[(String, String)]) -> Option<FoundDeclaration> {
+    files.iter().find_map(|(rel, src)| {
+        let (func, d) = crate::declarations::fn_locals::find_fn_locals(src)?;
+        Some(FoundDeclaration {
+            file: rel.clone(),
+            declaration: Declaration::FnLocals(func),
+            entries: vec![Value::Tuple(
+                d.constants.iter().map(|c| Value::Int(c.value)).collect(),
+            )],
+            also: Vec::new(),
+            hints: Hints {
+                names: d.constants.iter().map(|c| c.name.clone()).collect(),
+                fixed: init_input_names(src),
+            },
+        })
+    })
 }
 
 /// Finds the task's shape declaration (module docs).
@@ -292,7 +315,8 @@ pub fn find_declaration(task: &Task) -> Result<FoundDeclaration, NotFound> {
     }
     Err(NotFound::None(format!(
         "{NO_DECLARATION}: no shapes-like list (`{DECLARATION}`, `ALL_SHAPES`, `*_CONFIGS`, \
-         `*_CASES` = [...]), `@pytest.mark.parametrize` list or `def get_inputs()` in {}",
+         `*_CASES` = [...]), `@pytest.mark.parametrize` list, `def get_inputs()`, or integer \
+         sizes at the top of an input function (`gen_inputs`, `make_inputs`) in {}",
         if ours.is_empty() {
             "any Python file of the task".to_string()
         } else {

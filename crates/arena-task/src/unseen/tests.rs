@@ -200,3 +200,36 @@ fn one_dimensional_and_refusals() {
         Err(GenError::NoDimensions)
     );
 }
+
+#[test]
+fn a_cube_has_no_room_for_an_aspect_ratio_and_says_so() {
+    let cube = visible("TEST_SHAPES = [(4, 4, 4), (16, 16, 16), (64, 64, 64)]\n");
+    let room = no_room(&cube, &Hints::default());
+    assert_eq!(room.len(), 1);
+    assert_eq!(room[0].0, Category::Asymmetric);
+    for seed in 0..10 {
+        let a = generate(
+            "c",
+            &cube,
+            GenOptions {
+                seed,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        assert!(
+            a.iter().all(|c| c.category != Category::Asymmetric),
+            "{a:?}"
+        );
+        let cats: std::collections::BTreeSet<_> = a.iter().map(|c| c.category).collect();
+        assert_eq!(cats.len(), 5, "seed {seed}: {a:?}");
+    }
+    // Two dimensions that differ somewhere leave room, and get it.
+    let two = visible("TEST_SHAPES = [(4, 4, 8), (16, 16, 16)]\n");
+    assert!(no_room(&two, &Hints::default()).is_empty());
+    let a = generate("d", &two, GenOptions::default()).unwrap();
+    assert!(
+        a.iter().any(|c| c.category == Category::Asymmetric),
+        "{a:?}"
+    );
+}
