@@ -36,10 +36,11 @@ pub const OUTPUT: &str = "output";
 /// Keys of a case that only arena writes (its pairing and its reading of the report): a
 /// harness's report that holds them has them dropped, or a harness could hand the scorer its
 /// own "paired" baseline. Arena's trusted evaluator writes them ([`Writer::Arena`]).
-pub const ARENA_KEYS: [&str; 7] = [
+pub const ARENA_KEYS: [&str; 8] = [
     "baseline_ms",
     "pairs_ms",
     "paired_by",
+    "pair_sessions",
     "samples_ms",
     "method",
     "time_key",

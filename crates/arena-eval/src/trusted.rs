@@ -112,6 +112,12 @@ pub struct PerfSettings {
     /// Python launch path's. A case where either kernel cannot be captured is timed eagerly,
     /// both kernels alike, and says why.
     pub graphs: bool,
+    /// CPU kernels: the pairs are spread over this many sessions, each with fresh processes
+    /// of both kernels, because a process's own speed (where its memory landed) differs from
+    /// the next one's by a few percent for identical code: one process pair is one sample of
+    /// that, however many batches it times. The interval is then over sessions. GPU batches
+    /// are replayed graphs timed by the device, in one session.
+    pub sessions: u32,
 }
 
 impl Default for PerfSettings {
@@ -122,6 +128,7 @@ impl Default for PerfSettings {
             max_calls: 4096,
             warmup_batches: 2,
             graphs: true,
+            sessions: 10,
         }
     }
 }

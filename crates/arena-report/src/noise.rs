@@ -2,8 +2,9 @@
 //! bound of its speedup's 95% interval clears p (the paper's fast₁ counts a mean speedup of
 //! 1.001 measured on noise). Cases paired call by call (arena's trusted evaluator) get a
 //! bootstrap interval, repeats pooled by averaging each resample over them; cases paired in
-//! rounds (paired self-reported runs) get the distribution-free interval of the rounds'
-//! speedups, repeats pooled by taking all their rounds. A task without paired samples has no
+//! rounds (paired self-reported runs) or sessions of fresh processes (the trusted evaluator
+//! on a CPU) get the distribution-free interval of the rounds' or sessions' speedups, repeats
+//! pooled by taking all of them. A task without paired samples has no
 //! interval and is never counted as confidently fast.
 
 use std::collections::BTreeMap;
@@ -12,7 +13,7 @@ use serde::Serialize;
 
 use crate::aggregate::ALL;
 use crate::score::score_task;
-use crate::stats::{median_interval, quantile, round_ratios, speedup_resampler};
+use crate::stats::{median_interval, quantile, speedup_resampler, unit_ratios};
 use crate::TaskResult;
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -37,7 +38,7 @@ pub struct RunDraws<'a> {
     pub speedup: f64,
     /// `None` for a failed run or one without paired samples, or measured in rounds.
     pub draws: Option<Vec<f64>>,
-    /// Each round's speedup, for a run whose pairs were measured in rounds.
+    /// Each round's (or session's) speedup, for a run whose pairs were measured so.
     pub rounds: Option<Vec<f64>>,
 }
 
@@ -45,7 +46,7 @@ impl<'a> RunDraws<'a> {
     pub fn of(r: &'a TaskResult) -> RunDraws<'a> {
         let speedup = score_task(r).speedup;
         let cases = &r.candidate.performance;
-        let rounds = (speedup > 0.0).then(|| round_ratios(cases)).flatten();
+        let rounds = (speedup > 0.0).then(|| unit_ratios(cases)).flatten();
         RunDraws {
             task_type: &r.task_type,
             task_id: r.task_id.as_str(),

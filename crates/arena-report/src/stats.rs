@@ -55,10 +55,62 @@ pub fn speedup_interval(cases: &[PerfCase]) -> Option<(f64, f64)> {
 
 /// [`speedup_interval`] holding `level` (0–1).
 pub fn speedup_interval_at(cases: &[PerfCase], level: f64) -> Option<(f64, f64)> {
-    if let Some(rounds) = round_ratios(cases) {
-        return Some(median_interval(&rounds, level));
+    if let Some(units) = unit_ratios(cases) {
+        return Some(median_interval(&units, level));
     }
     Some(interval_at(&speedup_resampler(cases)?, level))
+}
+
+/// The speedups of the independent units the pairs were measured in, where they were:
+/// rounds ([`round_ratios`]) or sessions of fresh processes ([`session_ratios`]).
+pub fn unit_ratios(cases: &[PerfCase]) -> Option<Vec<f64>> {
+    round_ratios(cases).or_else(|| session_ratios(cases))
+}
+
+/// Pairs measured in sessions of fresh kernel processes (the trusted evaluator on a CPU:
+/// `paired_by: "session"`, `pair_sessions` naming each pair's session): each session's
+/// speedup, the mean over cases of the median of that session's pair ratios. A process's own
+/// speed is one sample per session, so the sessions, not the pairs, are the samples. `None`
+/// for other pairs, or where a case lacks a session or the cases do not share them.
+pub fn session_ratios(cases: &[PerfCase]) -> Option<Vec<f64>> {
+    let mut per_case: Vec<std::collections::BTreeMap<u64, Vec<f64>>> = Vec::new();
+    for c in cases {
+        if c.extra.get("paired_by").and_then(|v| v.as_str()) != Some("session") {
+            return None;
+        }
+        let p = pairs(c)?;
+        let sessions: Vec<u64> = c
+            .extra
+            .get("pair_sessions")?
+            .as_array()?
+            .iter()
+            .map(|v| v.as_u64())
+            .collect::<Option<_>>()?;
+        if sessions.len() != p.len() {
+            return None;
+        }
+        let mut by = std::collections::BTreeMap::<u64, Vec<f64>>::new();
+        for ((b, c), s) in p.iter().zip(sessions) {
+            by.entry(s).or_default().push(b / c);
+        }
+        per_case.push(by);
+    }
+    let first = per_case.first()?;
+    if per_case.iter().any(|m| !m.keys().eq(first.keys())) {
+        return None;
+    }
+    Some(
+        first
+            .keys()
+            .map(|s| {
+                per_case
+                    .iter()
+                    .map(|m| median(&mut m[s].clone()))
+                    .sum::<f64>()
+                    / per_case.len() as f64
+            })
+            .collect(),
+    )
 }
 
 /// Pairs measured in rounds shared by every case ([`by_round`]): each round's speedup, the

@@ -164,55 +164,100 @@ class Session:
                 errors[str(i)] = f"{self.name(i)}: the kernel failed ({type(e).__name__})"
         return passed, errors
 
-    def performance(self, kernels):
+    def performance(self, kernels, restart=None):
         """Per configuration: calibrate each kernel's batch size, then randomized pairs of
-        batches; per-call times are batch seconds over calls."""
+        batches; per-call times are batch seconds over calls.
+
+        On the CPU the pairs are spread over `perf.sessions` sessions, each with fresh
+        processes of both kernels (`restart`): a process's own speed (where its memory
+        landed) differs from the next one's by a few percent for identical code, so one
+        process pair is one sample of that, however many batches it times. The cases then
+        say which session each pair came from, and the interval is over sessions. GPU
+        batches are replayed graphs, timed by the device: one session."""
         perf = self.job["perf"]
         pairs = int(perf["pairs"])
         target = float(perf["target_batch_ms"]) / 1000.0
         max_calls = int(perf["max_calls"])
-        cases, failed = [], False
+        sessions = 1
+        if restart is not None and self.h.device != "cuda" and len(kernels) == 2:
+            sessions = max(1, min(pairs, int(perf.get("sessions", 1))))
+        share = [pairs // sessions + (1 if s < pairs % sessions else 0) for s in range(sessions)]
+        roles = [k.role for k in kernels]
+        state = []
         for i in range(len(self.configs)):
             case = {"test_case_id": f"u{i}" if self.hidden else f"perf{i + 1}", "execution_time_ms": -1.0}
             if not self.hidden:
                 case["params"] = {"shape": _jsonable(self.configs[i][0])}
-            try:
-                n = {}
-                cap = min(max_calls, self.data.calls_cap(self.fresh(i, "size")[0]))
-                for k in kernels:
-                    for _ in range(int(perf["warmup_batches"])):
-                        t1, _ = self.batch(k, i, 1, "warmup", "performance")
-                    # A batch of one is mostly round trip: size a second guess by it, then
-                    # the batch by the second guess's time per call.
-                    guess = max(1, min(cap, int(target / max(t1, 1e-7))))
-                    t2, _ = self.batch(k, i, guess, "warmup", "performance")
-                    n[k.role] = max(1, min(cap, int(target * guess / max(t2, 1e-7))))
-                graph = self._graphs(kernels, i, n, cap, target, case)
-                times = {k.role: [] for k in kernels}
-                for _ in range(pairs):
-                    order = list(kernels)
-                    self.rng.shuffle(order)
-                    for k in order:
-                        t, _ = self.batch(k, i, n[k.role], "performance", "performance", graph[k.role])
-                        times[k.role].append(1000.0 * t / n[k.role])
-                main = kernels[-1].role
-                case["execution_time_ms"] = statistics.median(times[main])
-                case["samples_ms"] = times[main]
-                case["calls_per_batch"] = n
-                case["timing"] = {r: "graph" if g else "eager" for r, g in graph.items()}
-                case["method"] = (
-                    "arena trusted: batches of calls timed by the evaluator, fresh inputs, every output checked"
-                    + (", each batch a CUDA graph replayed where the kernel can be captured" if any(graph.values()) else "")
-                )
-                if len(kernels) == 2:
-                    base = kernels[0].role
-                    case["baseline_ms"] = statistics.median(times[base])
-                    case["pairs_ms"] = [[b, c] for b, c in zip(times[base], times[main])]
-            except (CheckFailed, KernelFailed) as e:
+            state.append({"case": case, "n": None, "graph": None, "times": {r: [] for r in roles}, "session": []})
+        for s in range(sessions):
+            if s > 0:
+                try:
+                    kernels = restart()
+                except KernelFailed as e:
+                    for st in state:
+                        st["case"].setdefault("error", f"fresh kernel processes for session {s + 1}: {e}")
+                    break
+            for i, st in enumerate(state):
+                if "error" in st["case"]:
+                    continue
+                try:
+                    self._session(kernels, i, st, share[s], s, target, max_calls)
+                except (CheckFailed, KernelFailed) as e:
+                    st["case"]["error"] = str(e)
+        cases, failed = [], False
+        for st in state:
+            case, times = st["case"], st["times"]
+            if "error" in case:
                 failed = True
-                case["error"] = str(e)
+                cases.append(case)
+                continue
+            main = roles[-1]
+            case["execution_time_ms"] = statistics.median(times[main])
+            case["samples_ms"] = times[main]
+            case["calls_per_batch"] = st["n"]
+            case["timing"] = {r: "graph" if g else "eager" for r, g in st["graph"].items()}
+            case["method"] = (
+                "arena trusted: batches of calls timed by the evaluator, fresh inputs, every output checked"
+                + (", each batch a CUDA graph replayed where the kernel can be captured" if any(st["graph"].values()) else "")
+                + (f", {sessions} sessions of fresh kernel processes" if sessions > 1 else "")
+            )
+            if len(roles) == 2:
+                base = roles[0]
+                case["baseline_ms"] = statistics.median(times[base])
+                case["pairs_ms"] = [[b, c] for b, c in zip(times[base], times[main])]
+                if sessions > 1:
+                    case["paired_by"] = "session"
+                    case["pair_sessions"] = st["session"]
             cases.append(case)
         return not failed, cases
+
+    def _session(self, kernels, i, st, pairs, session, target, max_calls):
+        """Configuration `i` in one session: sized in the first (and captured, on a GPU),
+        warmed again by a call each in a later one (fresh processes), then its pairs."""
+        perf = self.job["perf"]
+        if st["n"] is None:
+            n = {}
+            cap = min(max_calls, self.data.calls_cap(self.fresh(i, "size")[0]))
+            for k in kernels:
+                for _ in range(int(perf["warmup_batches"])):
+                    t1, _ = self.batch(k, i, 1, "warmup", "performance")
+                # A batch of one is mostly round trip: size a second guess by it, then
+                # the batch by the second guess's time per call.
+                guess = max(1, min(cap, int(target / max(t1, 1e-7))))
+                t2, _ = self.batch(k, i, guess, "warmup", "performance")
+                n[k.role] = max(1, min(cap, int(target * guess / max(t2, 1e-7))))
+            st["graph"] = self._graphs(kernels, i, n, cap, target, st["case"])
+            st["n"] = n
+        else:
+            for k in kernels:
+                self.batch(k, i, 1, "warmup", "performance")
+        for _ in range(pairs):
+            order = list(kernels)
+            self.rng.shuffle(order)
+            for k in order:
+                t, _ = self.batch(k, i, st["n"][k.role], "performance", "performance", st["graph"][k.role])
+                st["times"][k.role].append(1000.0 * t / st["n"][k.role])
+            st["session"].append(session)
 
     def _graphs(self, kernels, i, n, cap, target, case):
         """Which kernels configuration `i` times by graph replay: one captured batch of each

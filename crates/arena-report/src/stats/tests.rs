@@ -125,3 +125,36 @@ fn the_median_interval_is_exact_for_few_rounds() {
     );
     assert_eq!(median_interval(&[4.0], 0.95), (4.0, 4.0));
 }
+
+#[test]
+fn pairs_measured_in_sessions_are_samples_of_sessions() {
+    // Two sessions of fresh processes, two pairs each; session 1's candidate process ran
+    // 4% slow in both cases (where its memory landed), a bias no number of pairs within it
+    // averages out.
+    let pairs = [(1.0, 1.0), (1.0, 1.0), (1.04, 1.0), (1.04, 1.0)];
+    let mk = |id: &str| {
+        let mut c = case(id, &pairs);
+        c.extra
+            .insert("paired_by".into(), serde_json::json!("session"));
+        c.extra
+            .insert("pair_sessions".into(), serde_json::json!([0, 0, 1, 1]));
+        c
+    };
+    let cases = [mk("a"), mk("b")];
+    assert_eq!(session_ratios(&cases), Some(vec![1.0, 1.04]));
+    // The interval is over the sessions: it holds both.
+    let (lo, hi) = speedup_interval(&cases).unwrap();
+    assert!(lo <= 1.0 && hi >= 1.04, "{lo}–{hi}");
+    // Sessions that do not line up, or a pair without one, are not sessions.
+    let mut other = mk("c");
+    other
+        .extra
+        .insert("pair_sessions".into(), serde_json::json!([0, 0, 2, 2]));
+    assert_eq!(session_ratios(&[mk("a"), other]), None);
+    let mut short = mk("d");
+    short
+        .extra
+        .insert("pair_sessions".into(), serde_json::json!([0, 1]));
+    assert_eq!(session_ratios(&[short]), None);
+    assert_eq!(session_ratios(&[case("e", &pairs)]), None);
+}

@@ -70,8 +70,9 @@ pub(crate) fn kernel_result(set: &TaskUnseen, rep: &UnseenReport, role: Role) ->
                         .get("baseline_ms")
                         .and_then(|v| v.as_f64())
                         .unwrap_or(c.execution_time_ms);
-                    c.extra.remove("baseline_ms");
-                    c.extra.remove("pairs_ms");
+                    for k in ["baseline_ms", "pairs_ms", "paired_by", "pair_sessions"] {
+                        c.extra.remove(k);
+                    }
                 }
                 c
             })
