@@ -78,7 +78,15 @@ fn normalize_argnames(s: &str) -> String {
 /// The visible entries of `decl` in `src` (for `get_inputs()`, one tuple of the constants).
 pub fn visible_entries(src: &str, decl: &Declaration) -> Result<Vec<Value>, ShapeError> {
     match decl {
-        Declaration::Assign(name) => Ok(read_decl(src, name)?.entries),
+        Declaration::Assign(name) => {
+            let mut entries = read_decl(src, name)?.entries;
+            if let Some(t) = entries.first().cloned() {
+                for (_, more) in labelled::companions(src, name, &t) {
+                    entries.extend(more);
+                }
+            }
+            Ok(entries)
+        }
         Declaration::Parametrize(args) => group_entries(src, args),
         Declaration::GetInputs => {
             let d = read_get_inputs(src)?;
@@ -112,7 +120,25 @@ fn read_local(src: &str, name: &str) -> Result<crate::shapes::ShapeDecl, ShapeEr
 /// set). `get_inputs()` takes exactly one entry: a tuple with one integer per constant.
 pub fn rewrite(src: &str, decl: &Declaration, entries: &[String]) -> Result<String, ShapeError> {
     match decl {
-        Declaration::Assign(name) => Ok(rewrite_source(src, &read_decl(src, name)?, entries)),
+        Declaration::Assign(name) => {
+            // The list, then each labelled companion of it (labelled), in the text as it
+            // stands after the last rewrite.
+            let decl = read_decl(src, name)?;
+            let companions: Vec<String> = decl
+                .entries
+                .first()
+                .map(|t| labelled::companions(src, name, t))
+                .unwrap_or_default()
+                .into_iter()
+                .map(|(n, _)| n)
+                .collect();
+            let mut out = rewrite_source(src, &decl, entries);
+            let pairs = labelled::labelled_entries(entries);
+            for n in &companions {
+                out = rewrite_source(&out, &read_decl(&out, n)?, &pairs);
+            }
+            Ok(out)
+        }
         Declaration::Parametrize(args) => {
             // Every decorator of the group, from the last, so earlier spans stay valid.
             let mut group = parametrize_group(src, args);
@@ -369,6 +395,7 @@ pub fn rewrite_get_inputs(
 }
 
 pub mod fn_locals;
+pub mod labelled;
 pub mod local;
 mod parametrize;
 pub(crate) use parametrize::{group_entries, has_int};

@@ -335,7 +335,7 @@ fn generate_form(
 }
 
 mod categories;
-mod entry;
+pub(crate) mod entry;
 pub mod rules;
 #[cfg(test)]
 mod tests;

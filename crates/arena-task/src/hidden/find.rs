@@ -130,7 +130,14 @@ fn in_file(src: &str, rel: &str) -> Result<Option<FoundDeclaration>, String> {
     {
         return parametrize(src, rel).map(Some);
     }
-    if let Some((name, entries)) = named_list(src)? {
+    if let Some((name, mut entries)) = named_list(src)? {
+        // A labelled list of the same configurations (image_kernel's PERF_CASES) holds visible
+        // configurations too, and is rewritten alike (declarations::labelled).
+        if let Some(t) = entries.first().cloned() {
+            for (_, more) in crate::declarations::labelled::companions(src, &name, &t) {
+                entries.extend(more);
+            }
+        }
         return Ok(Some(FoundDeclaration {
             file: rel.into(),
             hints: Hints {
