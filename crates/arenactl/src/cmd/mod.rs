@@ -6,6 +6,7 @@ pub mod materialize;
 pub mod registry;
 pub mod report;
 pub mod run;
+mod run_view;
 pub mod runner;
 pub mod score;
 pub mod slurm;
