@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::shapes::Value;
 pub use entry::memory_estimate;
-use entry::{form, leaves, rebuild};
+use entry::{flatten, form, rebuild};
 use rules::leaf_names;
 pub use rules::{Hints, Role, Rules};
 
@@ -183,16 +183,8 @@ fn forms(visible: &[Value]) -> Vec<Vec<Value>> {
 /// set that lacks only these covers every category it can.
 pub fn no_room(visible: &[Value], hints: &Hints) -> Vec<(Category, String)> {
     let tied = forms(visible).iter().all(|g| {
-        let flats: Vec<Vec<Value>> = g
-            .iter()
-            .map(|v| {
-                let mut f = Vec::new();
-                leaves(v, &mut f);
-                f
-            })
-            .collect();
-        let rules = Rules::infer(&flats, &leaf_names(&g[0], hints), hints);
-        rules.free().len() == 1 && rules.dims.len() > 1
+        let flats: Vec<Vec<Value>> = g.iter().map(flatten).collect();
+        Rules::infer(&flats, &leaf_names(&g[0], hints), hints).tied()
     });
     if tied && !visible.is_empty() {
         vec![(
@@ -224,14 +216,7 @@ fn generate_form(
             });
         }
     }
-    let flats: Vec<Vec<Value>> = visible
-        .iter()
-        .map(|v| {
-            let mut f = Vec::new();
-            leaves(v, &mut f);
-            f
-        })
-        .collect();
+    let flats: Vec<Vec<Value>> = visible.iter().map(flatten).collect();
     let rules = Rules::infer(&flats, &leaf_names(first, hints), hints);
     let dim_pos = rules.free();
     if dim_pos.is_empty() {
@@ -355,12 +340,7 @@ pub fn violations(visible: &[Value], hints: &Hints, entry: &str) -> Vec<String> 
     let Some(first) = same.first() else {
         return vec![format!("`{entry}` has a form no visible configuration has")];
     };
-    let flat = |v: &Value| {
-        let mut f = Vec::new();
-        leaves(v, &mut f);
-        f
-    };
-    let flats: Vec<Vec<Value>> = same.iter().map(|v| flat(v)).collect();
+    let flats: Vec<Vec<Value>> = same.iter().map(|v| flatten(v)).collect();
     let rules = Rules::infer(&flats, &leaf_names(first, hints), hints);
-    rules.violations(&flat(&parsed), &flats)
+    rules.violations(&flatten(&parsed), &flats)
 }

@@ -14,7 +14,7 @@ mod common;
 use std::path::Path;
 
 use common::daemon::*;
-use common::{debs, repo};
+use common::repo;
 use serde_json::Value;
 
 const DECLARED: &str = "python2python/split/sum_squares";
@@ -75,27 +75,7 @@ fn the_agent_gives_the_kernel_and_the_task_keeps_its_tests() {
     let tmp = d.dir.path();
     let tasks = tmp.join("tasks");
     write_tasks(&tasks);
-    std::fs::write(
-        tmp.join("sets.toml"),
-        format!(
-            "[[set]]\nname = \"split\"\nrecipe = \"{}\"\ntasks = \"tasks\"\n\
-             task_types = [\"python2python\", \"instruction2triton\"]\n",
-            repo().join("images/testbase.toml").display()
-        ),
-    )
-    .unwrap();
-    let lock = tmp.join("split.lock");
-    let o = arenactl()
-        .args(["lock", "--set", "split", "--sets"])
-        .arg(tmp.join("sets.toml"))
-        .arg("--out")
-        .arg(&lock)
-        .arg("--store")
-        .arg(store())
-        .env("ARENA_DEB_DIR", debs())
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", show(&o));
+    let lock = lock_tasks(tmp, "split", &["python2python", "instruction2triton"]);
     // The declaration is in the tests part: both tasks get a set.
     let hidden = tmp.join("hidden");
     let o = arenactl()

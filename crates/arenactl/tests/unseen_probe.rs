@@ -11,7 +11,7 @@ mod common;
 use std::path::Path;
 
 use common::daemon::*;
-use common::{debs, repo};
+use common::repo;
 use serde_json::Value;
 
 /// (task id, the sample task it copies, its source file, the most elements it takes).
@@ -83,26 +83,7 @@ fn a_probed_set_holds_only_configurations_the_original_passes() {
     let tmp = d.dir.path();
     let tasks = tmp.join("tasks");
     write_tasks(&tasks);
-    std::fs::write(
-        tmp.join("sets.toml"),
-        format!(
-            "[[set]]\nname = \"probe\"\nrecipe = \"{}\"\ntasks = \"tasks\"\ntask_types = [\"python2python\"]\n",
-            repo().join("images/testbase.toml").display()
-        ),
-    )
-    .unwrap();
-    let lock = tmp.join("probe.lock");
-    let o = arenactl()
-        .args(["lock", "--set", "probe", "--sets"])
-        .arg(tmp.join("sets.toml"))
-        .arg("--out")
-        .arg(&lock)
-        .arg("--store")
-        .arg(store())
-        .env("ARENA_DEB_DIR", debs())
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", show(&o));
+    let lock = lock_tasks(tmp, "probe", &["python2python"]);
     let generate = |out: &Path, probe: bool| {
         let mut c = arenactl();
         c.args([

@@ -295,19 +295,23 @@ pub fn find_declaration(task: &Task) -> Result<FoundDeclaration, NotFound> {
     for rel in ordered {
         if !sources.contains(&rel) {
             ours.push(read(&rel)?);
-        } else if crate::split::is_split(&task.dir, &rel) {
-            let (rel, text) = read(&rel)?;
-            let tests = crate::split::harness_part(&text).unwrap_or_default();
-            ours.push((rel, tests.to_string()));
-        } else {
-            agent.push(rel);
+            continue;
+        }
+        // An agent file is read once; one that cannot be read fails only if the task's own
+        // files declare nothing (as before the split).
+        match read(&rel) {
+            Ok((rel, text)) => match crate::split::harness_part(&text) {
+                Some(tests) => ours.push((rel, tests.to_string())),
+                None => agent.push(Ok((rel, text))),
+            },
+            Err(e) => agent.push(Err(e)),
         }
     }
     let at = |e: String| NotFound::Unreadable(format!("{}/{e}", task.dir.display()));
     if let Some(f) = search(&ours).map_err(at)? {
         return Ok(f);
     }
-    let agent = agent.iter().map(read).collect::<Result<Vec<_>, _>>()?;
+    let agent = agent.into_iter().collect::<Result<Vec<_>, _>>()?;
     for (rel, src) in &agent {
         let declared = named_list(src).map(|l| l.is_some()).unwrap_or(true)
             || !parametrize_decorators(src).is_empty()

@@ -22,6 +22,15 @@ pub(super) struct Space<'a> {
     pub smallest: Vec<Value>,
 }
 
+/// `xs` in a random order (each drawn once), so that seeds differ in what they try first.
+fn shuffled(mut xs: Vec<i64>, rng: &mut Rng) -> Vec<i64> {
+    let mut out = Vec::with_capacity(xs.len());
+    while !xs.is_empty() {
+        out.push(xs.remove((rng.next() % xs.len() as u64) as usize));
+    }
+    out
+}
+
 fn set(f: &mut [Value], p: usize, v: i64) {
     f[p] = Value::Int(v.max(1));
 }
@@ -95,17 +104,18 @@ impl Space<'_> {
             return f;
         }
         let top = self.max_of(dims[0]);
-        let mut sizes: Vec<i64> = [1, 2, 16, 32, 64, 128, 256, 1024]
+        let sizes: Vec<i64> = [1, 2, 16, 32, 64, 128, 256, 1024]
             .into_iter()
             .filter(|&v| v <= top.max(2))
             .collect();
-        let mut candidates = Vec::new();
-        while !sizes.is_empty() {
-            let v = sizes.remove((rng.next() % sizes.len() as u64) as usize);
-            let mut g = self.smallest.clone();
-            set(&mut g, dims[0], v);
-            candidates.push(g);
-        }
+        let candidates = shuffled(sizes, rng)
+            .into_iter()
+            .map(|v| {
+                let mut g = self.smallest.clone();
+                set(&mut g, dims[0], v);
+                g
+            })
+            .collect();
         first_fit(candidates, f, fits)
     }
 
@@ -199,9 +209,8 @@ impl Space<'_> {
         let long = self.dominant;
         let top = self.max_of(long);
         let mut candidates = Vec::new();
-        if self.dims.len() == 1 && rules.dims.len() > 1 {
-            // Every dimension equals another in every visible configuration (a cube): no
-            // aspect ratio can change, so there is no candidate.
+        if rules.tied() {
+            // A cube: no aspect ratio can change, so there is no candidate.
         } else if let Some(&short) = self.dims.iter().find(|&&p| p != long) {
             let mut base = f.clone();
             set(&mut base, short, rules.multiple_of(short));
@@ -282,9 +291,7 @@ impl Space<'_> {
                 .collect();
             sizes.sort_unstable();
             sizes.dedup();
-            // In a random order, so that seeds differ.
-            while !sizes.is_empty() {
-                let v = sizes.remove((rng.next() % sizes.len() as u64) as usize);
+            for v in shuffled(sizes, rng) {
                 let mut g = f.clone();
                 set(&mut g, d0, v);
                 candidates.push(g);

@@ -12,6 +12,13 @@ pub(crate) fn leaves(v: &Value, out: &mut Vec<Value>) {
     }
 }
 
+/// An entry's leaves, flattened ([`leaves`]).
+pub(crate) fn flatten(v: &Value) -> Vec<Value> {
+    let mut f = Vec::new();
+    leaves(v, &mut f);
+    f
+}
+
 /// Rebuilds an entry of the same nesting as `template` from flat leaves.
 pub(crate) fn rebuild(template: &Value, flat: &mut std::slice::Iter<'_, Value>) -> Value {
     match template {

@@ -203,6 +203,12 @@ impl Rules {
             .collect()
     }
 
+    /// Whether every problem dimension equals another in every visible configuration (a
+    /// cube): one may vary, so no aspect ratio can change.
+    pub fn tied(&self) -> bool {
+        self.free().len() == 1 && self.dims.len() > 1
+    }
+
     pub fn multiple_of(&self, pos: usize) -> i64 {
         self.dims
             .iter()

@@ -104,8 +104,7 @@ fn dtypes_are_kept_and_the_budget_is_respected() {
         let e = read_decl(&format!("TEST_SHAPES = [{}]\n", x.entry), "TEST_SHAPES")
             .unwrap()
             .entries;
-        let mut f = Vec::new();
-        leaves(&e[0], &mut f);
+        let f = flatten(&e[0]);
         assert!(
             matches!(&f[2], Value::Str(s) if s == "float16" || s == "bfloat16"),
             "{x:?}"

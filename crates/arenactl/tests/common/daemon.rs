@@ -25,6 +25,34 @@ pub fn show(o: &Output) -> String {
     )
 }
 
+/// Locks the tasks under `dir/tasks` of `types` on the testbase as set `name` (written to
+/// `dir/sets.toml`), into [`store`]; asserts it succeeds and returns the lockfile.
+pub fn lock_tasks(dir: &Path, name: &str, types: &[&str]) -> PathBuf {
+    let types: Vec<String> = types.iter().map(|t| format!("\"{t}\"")).collect();
+    std::fs::write(
+        dir.join("sets.toml"),
+        format!(
+            "[[set]]\nname = \"{name}\"\nrecipe = \"{}\"\ntasks = \"tasks\"\ntask_types = [{}]\n",
+            repo().join("images/testbase.toml").display(),
+            types.join(", ")
+        ),
+    )
+    .unwrap();
+    let lock = dir.join(format!("{name}.lock"));
+    let o = arenactl()
+        .args(["lock", "--set", name, "--sets"])
+        .arg(dir.join("sets.toml"))
+        .arg("--out")
+        .arg(&lock)
+        .arg("--store")
+        .arg(store())
+        .env("ARENA_DEB_DIR", debs())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", show(&o));
+    lock
+}
+
 /// A store holding the images of lockfiles/cpu.lock (built from the pinned .debs once).
 pub fn store() -> &'static Path {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
