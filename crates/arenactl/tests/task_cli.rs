@@ -3,53 +3,10 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::process::Output;
 
+use common::cli::*;
 use common::repo;
-use std::process::{Command, Output};
-
-fn arenactl(args: &[&str], cwd: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_arenactl"))
-        .args(args)
-        .current_dir(cwd)
-        .output()
-        .expect("run arenactl")
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn no_panic(o: &Output) {
-    assert!(
-        !stderr(o).contains("panicked"),
-        "arenactl panicked: {}",
-        stderr(o)
-    );
-}
-
-const GOOD_CONFIG: &str = "\
-task_type: python2python
-source_file_path: [source/k.py]
-target_kernel_functions: [k]
-compile_command: [python3 scripts/task_runner.py compile]
-correctness_command: [python3 scripts/task_runner.py correctness]
-performance_command: [python3 scripts/task_runner.py performance]
-";
-
-/// A one-task tree `<tmp>/tasks/t/` with the given config.
-fn task_tree(config: &str) -> (tempfile::TempDir, PathBuf) {
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join("tasks/t");
-    std::fs::create_dir_all(dir.join("source")).unwrap();
-    std::fs::write(dir.join("source/k.py"), "def k(): pass\n").unwrap();
-    std::fs::write(dir.join("config.yaml"), config).unwrap();
-    (tmp, dir)
-}
 
 /// Validates a broken task and returns its one error line.
 fn single_error(config: &str) -> String {
@@ -227,50 +184,6 @@ fn usage_errors_exit_2() {
     assert_eq!(o.status.code(), Some(2));
     let o = arenactl(&["task", "frobnicate"], &repo());
     assert_eq!(o.status.code(), Some(2));
-}
-
-#[test]
-fn list_show_and_digest() {
-    let root = repo();
-    let o = arenactl(&["task", "list", "tasks", "--json"], &root);
-    assert_eq!(o.status.code(), Some(0));
-    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    assert_eq!(v.as_array().unwrap().len(), 5);
-
-    let o = arenactl(
-        &["task", "show", "python2python/arena/matmul", "--json"],
-        &root,
-    );
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    assert_eq!(v["config"]["source_file_path"][0], "source/matmul.py");
-    let shown_digest = v["digest"].as_str().unwrap().to_string();
-
-    let o = arenactl(&["task", "show", "no/such/task"], &root);
-    assert_eq!(o.status.code(), Some(1));
-    assert!(
-        stderr(&o).contains("task `no/such/task` not found under tasks"),
-        "{}",
-        stderr(&o)
-    );
-
-    // The digest of a copy made with another umask, in another order, is the same.
-    let tmp = tempfile::tempdir().unwrap();
-    let copy = tmp.path().join("matmul");
-    let status = Command::new("sh")
-        .arg("-c")
-        .arg(format!(
-            "umask 077 && cp -r {} {} && touch -d 2001-01-01 {}/source/matmul.py",
-            root.join("tasks/python2python/arena/matmul").display(),
-            copy.display(),
-            copy.display()
-        ))
-        .status()
-        .unwrap();
-    assert!(status.success());
-    let o = arenactl(&["task", "digest", copy.to_str().unwrap()], &root);
-    assert_eq!(o.status.code(), Some(0));
-    assert_eq!(stdout(&o).trim(), format!("{shown_digest}  matmul"));
 }
 
 #[test]
@@ -468,52 +381,4 @@ fn one_bad_task_never_stops_a_set_and_the_exit_code_says_partial() {
             && e.contains("other/python2python/x/good"),
         "{e}"
     );
-}
-
-#[test]
-fn show_prints_every_field_in_full() {
-    let (tmp, _) = task_tree(&format!(
-        "{}target_file_path: [source/k.hip]\nharness_path: scripts/h.py\nrepo_url: https://example.invalid/r.git\nfuture_field: 1\nprompt:\n  instructions: |\n    Optimize k.\n\n    Keep the signature.\n    Third line.\n",
-        GOOD_CONFIG
-    ));
-    let o = arenactl(&["task", "show", "tasks/t"], tmp.path());
-    no_panic(&o);
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    let out = stdout(&o);
-    for want in [
-        "source files:        source/k.py",
-        "target files:        source/k.hip",
-        "agent's files:       source/k.hip",
-        "harness:             scripts/h.py",
-        "repo url:            https://example.invalid/r.git",
-        "unknown fields:      future_field",
-        "instructions:\n    Optimize k.\n",
-        "    Keep the signature.\n    Third line.\n",
-    ] {
-        assert!(out.contains(want), "`{want}` missing from:\n{out}");
-    }
-    // The same fields as JSON.
-    let o = arenactl(&["task", "show", "tasks/t", "--json"], tmp.path());
-    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    assert_eq!(v["config"]["target_file_path"][0], "source/k.hip");
-    assert!(v["config"]["prompt"]["instructions"]
-        .as_str()
-        .unwrap()
-        .ends_with("Third line.\n"));
-}
-
-#[test]
-fn a_reader_that_goes_away_ends_output_quietly() {
-    // `arenactl … --json | head -1`: the pipe's reader is gone before the first write.
-    let (reader, writer) = std::io::pipe().unwrap();
-    drop(reader);
-    let o = Command::new(env!("CARGO_BIN_EXE_arenactl"))
-        .args(["task", "validate", "--json", "ci/fixtures/aka-slice/tasks"])
-        .current_dir(repo())
-        .stdout(writer)
-        .output()
-        .expect("run arenactl");
-    no_panic(&o);
-    assert_eq!(o.status.code(), Some(141), "{}", stderr(&o));
-    assert_eq!(stderr(&o), "");
 }

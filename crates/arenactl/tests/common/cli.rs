@@ -1,0 +1,48 @@
+//! Running arenactl as a user does, on task trees a test writes: its output, exit code and
+//! no panics.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+pub fn arenactl(args: &[&str], cwd: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_arenactl"))
+        .args(args)
+        .current_dir(cwd)
+        .output()
+        .expect("run arenactl")
+}
+
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+pub fn no_panic(o: &Output) {
+    assert!(
+        !stderr(o).contains("panicked"),
+        "arenactl panicked: {}",
+        stderr(o)
+    );
+}
+
+pub const GOOD_CONFIG: &str = "\
+task_type: python2python
+source_file_path: [source/k.py]
+target_kernel_functions: [k]
+compile_command: [python3 scripts/task_runner.py compile]
+correctness_command: [python3 scripts/task_runner.py correctness]
+performance_command: [python3 scripts/task_runner.py performance]
+";
+
+/// A one-task tree `<tmp>/tasks/t/` with the given config.
+pub fn task_tree(config: &str) -> (tempfile::TempDir, PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("tasks/t");
+    std::fs::create_dir_all(dir.join("source")).unwrap();
+    std::fs::write(dir.join("source/k.py"), "def k(): pass\n").unwrap();
+    std::fs::write(dir.join("config.yaml"), config).unwrap();
+    (tmp, dir)
+}
