@@ -50,8 +50,18 @@ pub fn collect(
     container_note: Option<&str>,
     how: Reading,
 ) -> Evaluation {
-    let codes = read_codes(out_dir);
-    let mut e = gates(&codes, reports, container_note);
+    collect_codes(&read_codes(out_dir), reports, container_note, how)
+}
+
+/// [`collect`] from exit codes already read (by gate name), e.g. one configuration's of a
+/// job that ran several.
+pub fn collect_codes(
+    codes: &BTreeMap<String, i32>,
+    reports: &Path,
+    container_note: Option<&str>,
+    how: Reading,
+) -> Evaluation {
+    let mut e = gates(codes, reports, container_note);
     if e.correct() {
         performance(
             &mut e,

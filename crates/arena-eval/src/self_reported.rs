@@ -96,6 +96,10 @@ pub struct Step {
     /// may run beside the probe, or it could load the device and raise the floor).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub floor_start: bool,
+    /// Files laid over the step's tree before it runs (a configuration's rewritten harness,
+    /// when one tree serves every configuration in turn).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub overlay: Vec<Overlay>,
     /// Wait for the floor probe before this step (it must not run while anything is timed).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub floor_first: bool,
@@ -227,6 +231,7 @@ impl GatesJob {
             go_on: false,
             floor_start: false,
             floor_first: false,
+            overlay: Vec::new(),
         }
     }
 
@@ -348,6 +353,7 @@ impl GatesJob {
             go_on,
             floor_start: false,
             floor_first: false,
+            overlay: Vec::new(),
         };
         let mut steps = vec![step(
             "compile".into(),
@@ -420,6 +426,9 @@ pub fn read_probe(out_dir: &std::path::Path, configs: usize) -> Option<Vec<bool>
     }
     compiled.then_some(passed)
 }
+
+mod per_config;
+pub use per_config::{config_reports, config_step};
 
 #[cfg(test)]
 mod tests;

@@ -64,6 +64,47 @@ fn write_tasks(root: &Path) {
     }
 }
 
+/// A third task: sum_squares whose harness makes each case's input in `gen_inputs(seed)`
+/// from a size set at the top of its body (`N = 300000`), the form of AgentKernelArena's fla
+/// tasks: each unseen configuration is a rewritten harness of its own, and every
+/// configuration of a kernel is evaluated in one evaluator container.
+const LOCALS: (&str, i64) = ("python2python/probe/limited_sum_squares_locals", 400_000);
+
+fn write_locals_task(root: &Path) {
+    let dir = root.join(LOCALS.0);
+    copy_dir(&root.join(TASKS[1].0), &dir);
+    let p = dir.join("scripts/task_runner.py");
+    let mut text = std::fs::read_to_string(&p).unwrap();
+    for (from, to) in [
+        (
+            "TEST_SHAPES = [\n    (100000,),\n    (300000,),\n    (1000000,),\n]",
+            "SEEDS = [1000, 1001]\n\n\ndef gen_inputs(seed):\n    N = 300000\n    \
+             return array.array(\"h\", random.Random(seed).randbytes(2 * N)).tolist()",
+        ),
+        (
+            "for i, shape in enumerate(TEST_SHAPES):",
+            "for i, seed in enumerate(SEEDS):",
+        ),
+        ("make_input(shape, seed=1000 + i)", "gen_inputs(seed)"),
+        (
+            "make_input(shape, seed=2000 + i)",
+            "gen_inputs(seed + 1000)",
+        ),
+        ("len(TEST_SHAPES)", "len(SEEDS)"),
+        ("shape {shape}", "seed {seed}"),
+        ("{\"shape\": list(shape)}", "{\"seed\": seed}"),
+    ] {
+        assert!(text.contains(from), "{}: no {from:?}", p.display());
+        text = text.replace(from, to);
+    }
+    std::fs::write(&p, text).unwrap();
+    let k = dir.join(TASKS[1].2);
+    let kernel = std::fs::read_to_string(&k).unwrap();
+    let guarded = kernel.replace(&TASKS[1].3.to_string(), &LOCALS.1.to_string());
+    assert_ne!(guarded, kernel);
+    std::fs::write(&k, guarded).unwrap();
+}
+
 /// The element count of a set entry `(N,)`.
 fn elements(entry: &str) -> i64 {
     entry
@@ -83,6 +124,7 @@ fn a_probed_set_holds_only_configurations_the_original_passes() {
     let tmp = d.dir.path();
     let tasks = tmp.join("tasks");
     write_tasks(&tasks);
+    write_locals_task(&tasks);
     let lock = lock_tasks(tmp, "probe", &["python2python"]);
     let generate = |out: &Path, probe: bool| {
         let mut c = arenactl();
@@ -132,7 +174,7 @@ fn a_probed_set_holds_only_configurations_the_original_passes() {
     let lock_digest = arena_image::Digest::of_file(&lock).unwrap().0.to_string();
     assert_eq!(m["probe"]["image_lock_digest"], lock_digest.as_str(), "{m}");
     let probe_tasks = m["probe"]["tasks"].as_array().unwrap();
-    assert_eq!(probe_tasks.len(), 2, "{m}");
+    assert_eq!(probe_tasks.len(), 3, "{m}");
     for (id, _, _, limit) in TASKS {
         let t = probe_tasks.iter().find(|t| t["task_id"] == id).unwrap();
         assert!(
@@ -148,6 +190,19 @@ fn a_probed_set_holds_only_configurations_the_original_passes() {
             assert!(elements(c["entry"].as_str().unwrap()) <= limit, "{c}");
         }
     }
+    let f = set_file(&probed, LOCALS.0);
+    assert_eq!(f["declaration"], "gen_inputs():locals", "{f}");
+    let configs = f["configs"].as_array().unwrap();
+    assert!(!configs.is_empty(), "{f}");
+    for c in configs {
+        assert_eq!(c["original_passed"], true, "{c}");
+        assert!(elements(c["entry"].as_str().unwrap()) <= LOCALS.1, "{c}");
+    }
+    let t = probe_tasks
+        .iter()
+        .find(|t| t["task_id"] == LOCALS.0)
+        .unwrap();
+    assert!(t["passed"].as_u64() < t["probed"].as_u64(), "{t}");
     // The probe's private candidate sets and runs are gone.
     assert!(!tmp.join(".probed.probe").exists());
 
@@ -172,7 +227,23 @@ fn a_probed_set_holds_only_configurations_the_original_passes() {
         let passed = r["unseen"]["original_passed"].as_array().unwrap();
         assert_eq!(passed.len(), n, "{id}: {r}");
         assert!(passed.iter().all(|p| p == true), "{id}: {r}");
+        let cases = r["unseen"]["original"]["performance"].as_array().unwrap();
+        if id == LOCALS.0 {
+            // Every configuration's cases, named by configuration (two seeds each).
+            assert_eq!(cases.len(), 2 * n, "{r}");
+            assert!(cases[0]["test_case_id"]
+                .as_str()
+                .unwrap()
+                .starts_with("u0."));
+        }
     }
+    // One evaluator container per kernel for the per-file configurations, not one each.
+    let phases: Vec<String> = walk_names(&out);
+    assert!(phases.iter().any(|p| p == "unseen-original"), "{phases:?}");
+    assert!(
+        !phases.iter().any(|p| p.starts_with("unseen-original-")),
+        "{phases:?}"
+    );
 
     // A tree that is not the locked one is refused before anything runs, naming the task.
     let (id, _, source, _) = TASKS[0];
@@ -186,4 +257,19 @@ fn a_probed_set_holds_only_configurations_the_original_passes() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains(id) && err.contains("pins"), "{err}");
     assert!(!tmp.join("drifted").exists());
+}
+
+/// The names of every directory below `dir`.
+fn walk_names(dir: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            if e.file_type().map(|t| t.is_dir()).unwrap_or(false) {
+                out.push(e.file_name().to_string_lossy().into_owned());
+                stack.push(e.path());
+            }
+        }
+    }
+    out
 }

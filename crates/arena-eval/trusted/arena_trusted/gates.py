@@ -225,14 +225,25 @@ def make_tree(job, tree):
             else:
                 shutil.copyfile(s, t)
                 os.chmod(t, 0o755 if os.stat(s).st_mode & 0o111 else 0o644)
-    for o in tree.get("overlay", []):
+    lay_over(dst, gid, tree.get("overlay", []))
+
+
+def lay_over(dst, gid, overlay):
+    """Root's copies of the overlay's files in the tree at dst (over what was there)."""
+    for o in overlay:
         t = os.path.join(dst, o["rel"])
         parts = o["rel"].split("/")[:-1]
         for n in range(1, len(parts) + 1):
             tree_dir(os.path.join(dst, *parts[:n]), gid)
         if os.path.lexists(t):
             os.unlink(t)
-        shutil.copyfile(o["from"], t)
+        # Created anew, never through a link (a kernel's user may add entries to the tree's
+        # directories, though none of its processes runs between steps).
+        with open(o["from"], "rb") as src:
+            data = src.read()
+        fd = os.open(t, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
         os.chmod(t, 0o644)
 
 
@@ -363,6 +374,9 @@ def run_step(step, job, out, record, gates):
             gates.write(f"{step['name']} 97\n")
             record["stale"] = {step["name"]: stale}
             return False
+    if step.get("overlay") and tree:
+        # One tree serves several configurations in turn: this one's files first.
+        lay_over(tree, step["user"]["gid"], step["overlay"])
     failed, output = False, []
     for i, cmd in enumerate(step["commands"]):
         code, wall, text = run_command(cmd, step, job, bool(step.get("capture")))

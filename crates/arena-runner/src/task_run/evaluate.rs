@@ -334,7 +334,7 @@ impl TaskRun<'_> {
         })
     }
 
-    fn gate_events(&self, phase: &str, evaluation: &Evaluation, event: EventKind) {
+    pub(crate) fn gate_events(&self, phase: &str, evaluation: &Evaluation, event: EventKind) {
         // A harness's words on hidden configurations may name them: unseen phases tell
         // only arena's own labels.
         let unseen = phase.starts_with("unseen");

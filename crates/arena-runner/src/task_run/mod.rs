@@ -20,6 +20,7 @@ mod self_reported;
 mod tests;
 mod trusted;
 mod unseen;
+mod unseen_per_config;
 mod unseen_trusted;
 
 use std::collections::{BTreeMap, HashMap};

@@ -293,19 +293,18 @@ impl UnseenEval<'_> {
         let n = self.set.configs.len();
         let kernels = self.kernels(sources)?;
         if self.decl.one_config_per_file() {
-            let mut evals = Vec::new();
+            // One container, one compile: each configuration's files are laid over the
+            // kernel's tree before its steps (the agent's kernel part is in them already).
+            let views = self.private.join(phase);
             for (k, entry) in self.entries().into_iter().enumerate() {
-                let dir = self.private.join(format!("{phase}-{k}"));
-                self.write_variant(&dir, &[entry], &kernels)?;
-                let sources = self.over_variant(sources, &dir, &kernels);
-                evals.push(
-                    self.evaluate(&format!("{phase}-{k}"), &sources, &dir)
-                        .await?,
-                );
+                self.write_variant(&views.join(k.to_string()), &[entry], &kernels)?;
             }
-            let passed: Vec<bool> = evals.iter().map(|p| p.evaluation.correct()).collect();
-            let evaluation =
-                merge_per_config(evals.into_iter().map(|p| p.evaluation).collect(), self.set);
+            let evals = self
+                .run
+                .evaluate_per_config(phase, sources, &views, n, &self.files)
+                .await?;
+            let passed: Vec<bool> = evals.iter().map(Evaluation::correct).collect();
+            let evaluation = merge_per_config(evals, self.set);
             return Ok(KernelOnUnseen::judged(evaluation, self.set, passed));
         }
         let dir = self.private.join(phase);
