@@ -100,7 +100,11 @@ fn write_locals_task(root: &Path) {
     std::fs::write(&p, text).unwrap();
     let k = dir.join(TASKS[1].2);
     let kernel = std::fs::read_to_string(&k).unwrap();
-    let guarded = kernel.replace(&TASKS[1].3.to_string(), &LOCALS.1.to_string());
+    // The kernel also checks that it cannot read the other configurations' harnesses (the
+    // views the gate runner lays over its tree): if it could, it fails every configuration.
+    let guarded = kernel.replace(&TASKS[1].3.to_string(), &LOCALS.1.to_string())
+        + "\nimport os as _os\nif _os.path.exists('/arena/views') and _os.access('/arena/views', _os.R_OK):\n    \
+           raise PermissionError('the unseen views are readable')\n";
     assert_ne!(guarded, kernel);
     std::fs::write(&k, guarded).unwrap();
 }

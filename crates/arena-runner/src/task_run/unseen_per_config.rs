@@ -5,6 +5,7 @@
 //! Each configuration is judged on its own, as if it had been an evaluation of its own.
 
 use std::collections::BTreeMap;
+use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
 use arena_eval::aka_perf::{Side, Writer};
@@ -49,6 +50,10 @@ impl TaskRun<'_> {
             rels,
         );
         job.quiet = true;
+        // Only the gate runner (root) lays them over: a kernel running configuration k can
+        // read its own harness in its tree, not the others' here.
+        std::fs::set_permissions(views, std::fs::Permissions::from_mode(0o700))
+            .map_err(|e| RunnerError::io(views, e))?;
         let limit = job.limit_s();
         let r = self
             .self_reported(SelfReportedRun {
