@@ -28,7 +28,11 @@
 #            tasks (the original kernel on each candidate configuration in its image), and
 #            the run evaluates both kernels on the probed set (ARENA_GPU_PER_TASK: 6;
 #            ARENA_GPU_PROBE_ARGS: more of its arguments). A probe cut short goes on in the
-#            next call (ARENA_GPU_KEEP=1); a sealed set is kept.
+#            next call (ARENA_GPU_KEEP=1); a sealed set is kept. Every call leaves the probe's
+#            state and the sealed set in OUT_DIR/unseen-state.tgz, so that a probe can go on on
+#            another machine after this one is given back: ARENA_GPU_UNSEEN_STATE=FILE (such a
+#            tarball, carried in BIN_DIR) restores them before the probe (the lockfile must pin
+#            the same images: cuda-host on a machine of the same userland does).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 bin=$(cd "$1" && pwd)
@@ -132,6 +136,12 @@ fi
 [ "$tasks" = none ] && exit 0
 unseen_args=()
 if [ "${ARENA_GPU_UNSEEN:-0}" = 1 ]; then
+  # Whatever happens below, what the probe did so far comes back with the call.
+  trap 'kill $ticker 2>/dev/null || true; tar -C "$work" -czf "$out/unseen-state.tgz" --exclude="*/workspace/*" $(cd "$work" && ls -d .hidden.probe hidden 2>/dev/null) 2>/dev/null || true' EXIT
+  if [ -n "${ARENA_GPU_UNSEEN_STATE:-}" ] && [ ! -e "$work/.hidden.probe" ] && [ ! -e "$work/hidden" ]; then
+    echo "== restoring the probe's state from $ARENA_GPU_UNSEEN_STATE"
+    tar -C "$work" -xzf "$ARENA_GPU_UNSEEN_STATE"
+  fi
   if [ -f "$work/hidden/manifest.json" ]; then
     echo "== keeping the probed set of an earlier call"
   else
