@@ -25,20 +25,18 @@ pub fn config_reports(k: usize) -> String {
 }
 
 impl GatesJob {
-    /// compile once, then for each of `configs` configurations its correctness and
-    /// performance (the next configuration goes on whatever this one did), the files `rels`
-    /// (relative to the task) taken from `VIEWS/<k>/<rel>` before each of its steps.
+    /// `role`'s [`GatesJob::gates`] job made one that compiles once, then runs each of
+    /// `configs` configurations' correctness and performance (the next configuration goes on
+    /// whatever this one did), the files `rels` (relative to the task) taken from
+    /// `VIEWS/<k>/<rel>` before each of its steps.
     pub fn per_config(
+        mut job: GatesJob,
+        role: Role,
         cfg: &TaskConfig,
         t: &GateTimeouts,
-        image_env: &[String],
-        groups: Vec<u32>,
-        role: Role,
-        task_bytes: u64,
         configs: usize,
         rels: &[String],
     ) -> GatesJob {
-        let mut job = GatesJob::gates(cfg, t, image_env, groups, role, task_bytes);
         job.steps.truncate(1);
         for k in 0..configs {
             let overlay: Vec<Overlay> = rels
@@ -81,7 +79,8 @@ mod tests {
         let cfg = TaskConfig::parse(std::path::Path::new("config.yaml"), text).unwrap();
         let t = GateTimeouts::default();
         let rels = vec!["./scripts/run.py".to_string()];
-        let j = GatesJob::per_config(&cfg, &t, &[], vec![], BASELINE, 10, 2, &rels);
+        let gates = GatesJob::gates(&cfg, &t, &[], vec![], BASELINE, 10);
+        let j = GatesJob::per_config(gates, BASELINE, &cfg, &t, 2, &rels);
         let names: Vec<&str> = j.steps.iter().map(|s| s.name.as_str()).collect();
         assert_eq!(
             names,

@@ -39,16 +39,16 @@ impl TaskRun<'_> {
             (arena_eval::trusted::CANDIDATE, Side::Candidate)
         };
         let timeouts = GateTimeouts::for_task(&self.task.config);
-        let mut job = GatesJob::per_config(
+        let gates = GatesJob::gates(
             &self.task.config,
             &timeouts,
             &self.env,
             self.groups(),
             role,
             self.task_bytes()?,
-            configs,
-            rels,
         );
+        let mut job =
+            GatesJob::per_config(gates, role, &self.task.config, &timeouts, configs, rels);
         job.quiet = true;
         // Only the gate runner (root) lays them over: a kernel running configuration k can
         // read its own harness in its tree, not the others' here.
