@@ -108,6 +108,33 @@ impl TaskRun<'_> {
             .sum())
     }
 
+    /// The gates job of one kernel in its tree, the original (no `sources`) or the agent's,
+    /// its role, and how its reports are read.
+    pub(crate) fn kernel_job(
+        &self,
+        sources: &[StagedSource],
+    ) -> Result<(GatesJob, Role, Reading<'_>)> {
+        let (role, side) = if sources.is_empty() {
+            (BASELINE, Side::Baseline)
+        } else {
+            (CANDIDATE, Side::Candidate)
+        };
+        let job = GatesJob::gates(
+            &self.task.config,
+            &GateTimeouts::for_task(&self.task.config),
+            &self.env,
+            self.groups(),
+            role,
+            self.task_bytes()?,
+        );
+        let how = Reading {
+            task_type: self.task.config.task_type.as_str(),
+            side,
+            writer: Writer::Harness,
+        };
+        Ok((job, role, how))
+    }
+
     /// One gated evaluation by the task's own commands in a fresh evaluator container: the
     /// original kernel (no `sources`) or the agent's (its sources bound over the image's
     /// task), in its tree as its user, with an event per gate reached.
@@ -118,20 +145,7 @@ impl TaskRun<'_> {
         extra_binds: &[BindMount],
         event: EventKind,
     ) -> Result<Phase> {
-        let (role, side) = if sources.is_empty() {
-            (BASELINE, Side::Baseline)
-        } else {
-            (CANDIDATE, Side::Candidate)
-        };
-        let timeouts = GateTimeouts::for_task(&self.task.config);
-        let mut job = GatesJob::gates(
-            &self.task.config,
-            &timeouts,
-            &self.env,
-            self.groups(),
-            role,
-            self.task_bytes()?,
-        );
+        let (mut job, _, how) = self.kernel_job(sources)?;
         job.quiet = phase.starts_with("unseen");
         let limit = job.limit_s();
         let r = self
@@ -143,15 +157,7 @@ impl TaskRun<'_> {
                 extra_binds,
             })
             .await?;
-        let note = r
-            .outcome
-            .timed_out
-            .then(|| format!("evaluator timed out after {limit} s"));
-        let how = Reading {
-            task_type: self.task.config.task_type.as_str(),
-            side,
-            writer: Writer::Harness,
-        };
+        let note = timeout_note(&r.outcome, limit);
         let evaluation = collect(&r.out, &r.out.join(REPORTS), note.as_deref(), how);
         self.gate_events(phase, &evaluation, event);
         Ok(Phase {
@@ -205,10 +211,7 @@ impl TaskRun<'_> {
                 extra_binds: &[],
             })
             .await?;
-        let note = r
-            .outcome
-            .timed_out
-            .then(|| format!("evaluator timed out after {limit} s"));
+        let note = timeout_note(&r.outcome, limit);
         let codes = read_codes(&r.out);
         let mut evaluation =
             arena_eval::collect::gates(&codes, &r.out.join(REPORTS), note.as_deref());
@@ -316,10 +319,7 @@ impl TaskRun<'_> {
             })
             .await?;
         let timeouts = GateTimeouts::for_task(&self.task.config);
-        let note = t
-            .outcome
-            .timed_out
-            .then(|| format!("evaluator timed out after {} s", timeouts.total()));
+        let note = timeout_note(&t.outcome, timeouts.total());
         let how = Reading {
             writer: Writer::Arena,
             ..Reading::default()
@@ -462,4 +462,11 @@ impl TaskRun<'_> {
             }
         }
     }
+}
+
+/// What a container that ran past its limit left its unreached gates to say.
+pub(crate) fn timeout_note(outcome: &RunOutcome, limit_s: u64) -> Option<String> {
+    outcome
+        .timed_out
+        .then(|| format!("evaluator timed out after {limit_s} s"))
 }

@@ -8,15 +8,15 @@ use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
-use arena_eval::aka_perf::{Side, Writer};
 use arena_eval::collect::{collect_codes, read_codes, REPORT_CAP};
 use arena_eval::record::Evaluation;
 use arena_eval::self_reported::{config_reports, config_step, REPORTS, VIEWS};
 use arena_eval::sources::StagedSource;
 use arena_eval::untrusted::read_beneath;
-use arena_eval::{Gate, GateTimeouts, GatesJob, Reading};
+use arena_eval::{Gate, GateTimeouts, GatesJob};
 use arena_proto::v1::EventKind;
 
+use super::evaluate::timeout_note;
 use super::self_reported::SelfReportedRun;
 use super::{bind, TaskRun};
 use crate::error::{Result, RunnerError};
@@ -33,20 +33,8 @@ impl TaskRun<'_> {
         configs: usize,
         rels: &[String],
     ) -> Result<Vec<Evaluation>> {
-        let (role, side) = if sources.is_empty() {
-            (arena_eval::trusted::BASELINE, Side::Baseline)
-        } else {
-            (arena_eval::trusted::CANDIDATE, Side::Candidate)
-        };
+        let (gates, role, how) = self.kernel_job(sources)?;
         let timeouts = GateTimeouts::for_task(&self.task.config);
-        let gates = GatesJob::gates(
-            &self.task.config,
-            &timeouts,
-            &self.env,
-            self.groups(),
-            role,
-            self.task_bytes()?,
-        );
         let mut job =
             GatesJob::per_config(gates, role, &self.task.config, &timeouts, configs, rels);
         job.quiet = true;
@@ -64,15 +52,7 @@ impl TaskRun<'_> {
                 extra_binds: &[bind(views, VIEWS, true)],
             })
             .await?;
-        let note = r
-            .outcome
-            .timed_out
-            .then(|| format!("evaluator timed out after {limit} s"));
-        let how = Reading {
-            task_type: self.task.config.task_type.as_str(),
-            side,
-            writer: Writer::Harness,
-        };
+        let note = timeout_note(&r.outcome, limit);
         let codes = read_codes(&r.out);
         // The compile report, once, beside each configuration's own reports.
         let compile_report = Path::new(REPORTS).join("compile_report.json");
