@@ -78,29 +78,15 @@ fn normalize_argnames(s: &str) -> String {
 /// The visible entries of `decl` in `src` (for `get_inputs()`, one tuple of the constants).
 pub fn visible_entries(src: &str, decl: &Declaration) -> Result<Vec<Value>, ShapeError> {
     match decl {
-        Declaration::Assign(name) => {
-            let mut entries = read_decl(src, name)?.entries;
-            if let Some(t) = entries.first().cloned() {
-                for (_, more) in labelled::companions(src, name, &t) {
-                    entries.extend(more);
-                }
-            }
-            Ok(entries)
-        }
+        Declaration::Assign(name) => Ok(labelled::with_companions(
+            src,
+            name,
+            read_decl(src, name)?.entries,
+        )),
         Declaration::Parametrize(args) => group_entries(src, args),
-        Declaration::GetInputs => {
-            let d = read_get_inputs(src)?;
-            Ok(vec![Value::Tuple(
-                d.constants.iter().map(|c| Value::Int(c.value)).collect(),
-            )])
-        }
+        Declaration::GetInputs => Ok(vec![read_get_inputs(src)?.entry()]),
         Declaration::Local(name) => Ok(read_local(src, name)?.entries),
-        Declaration::FnLocals(func) => {
-            let d = fn_locals::read_fn_locals(src, func)?;
-            Ok(vec![Value::Tuple(
-                d.constants.iter().map(|c| Value::Int(c.value)).collect(),
-            )])
-        }
+        Declaration::FnLocals(func) => Ok(vec![fn_locals::read_fn_locals(src, func)?.entry()]),
     }
 }
 
@@ -191,6 +177,13 @@ pub struct GetInputsDecl {
     pub constants: Vec<InputConstant>,
     /// 1-based line of `def get_inputs`.
     pub line: usize,
+}
+
+impl GetInputsDecl {
+    /// The one configuration it describes: a tuple with one integer per constant.
+    pub fn entry(&self) -> Value {
+        Value::Tuple(self.constants.iter().map(|c| Value::Int(c.value)).collect())
+    }
 }
 
 /// The variable names `code` uses: not attribute names (`x.dim`), keyword argument names

@@ -218,37 +218,8 @@ fn generate_form(
     }
     let flats: Vec<Vec<Value>> = visible.iter().map(flatten).collect();
     let rules = Rules::infer(&flats, &leaf_names(first, hints), hints);
-    let dim_pos = rules.free();
-    if dim_pos.is_empty() {
+    let Some(space) = categories::Space::new(&flats, &rules) else {
         return Err(GenError::NoDimensions);
-    }
-    let max_of = |p: usize| {
-        flats
-            .iter()
-            .filter_map(|f| f[p].as_int())
-            .max()
-            .unwrap_or(1)
-    };
-    // The dominant dimension: the one with the largest visible value.
-    let dominant = *dim_pos
-        .iter()
-        .max_by_key(|&&p| (max_of(p), std::cmp::Reverse(p)))
-        .expect("non-empty");
-    let space = categories::Space {
-        flats: &flats,
-        rules: &rules,
-        dominant,
-        largest: flats
-            .iter()
-            .max_by_key(|f| memory_estimate(f))
-            .expect("non-empty")
-            .clone(),
-        smallest: flats
-            .iter()
-            .min_by_key(|f| memory_estimate(f))
-            .expect("non-empty")
-            .clone(),
-        dims: dim_pos,
     };
 
     let work = |f: &[Value]| -> f64 {

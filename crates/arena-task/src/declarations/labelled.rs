@@ -56,6 +56,16 @@ pub fn companions(src: &str, name: &str, template: &Value) -> Vec<(String, Vec<V
         .collect()
 }
 
+/// `entries` of list `name` followed by the configurations of its companions ([`companions`]).
+pub fn with_companions(src: &str, name: &str, mut entries: Vec<Value>) -> Vec<Value> {
+    if let Some(t) = entries.first().cloned() {
+        for (_, more) in companions(src, name, &t) {
+            entries.extend(more);
+        }
+    }
+    entries
+}
+
 /// `entries` (Python source) as a companion's pairs: `("unseen<k>", entry)`.
 pub fn labelled_entries(entries: &[String]) -> Vec<String> {
     entries

@@ -130,14 +130,10 @@ fn in_file(src: &str, rel: &str) -> Result<Option<FoundDeclaration>, String> {
     {
         return parametrize(src, rel).map(Some);
     }
-    if let Some((name, mut entries)) = named_list(src)? {
+    if let Some((name, entries)) = named_list(src)? {
         // A labelled list of the same configurations (image_kernel's PERF_CASES) holds visible
         // configurations too, and is rewritten alike (declarations::labelled).
-        if let Some(t) = entries.first().cloned() {
-            for (_, more) in crate::declarations::labelled::companions(src, &name, &t) {
-                entries.extend(more);
-            }
-        }
+        let entries = crate::declarations::labelled::with_companions(src, &name, entries);
         return Ok(Some(FoundDeclaration {
             file: rel.into(),
             hints: Hints {
@@ -253,9 +249,7 @@ fn fn_locals(files: &[(String, String)]) -> Option<FoundDeclaration> {
         Some(FoundDeclaration {
             file: rel.clone(),
             declaration: Declaration::FnLocals(func),
-            entries: vec![Value::Tuple(
-                d.constants.iter().map(|c| Value::Int(c.value)).collect(),
-            )],
+            entries: vec![d.entry()],
             also: Vec::new(),
             hints: Hints {
                 names: d.constants.iter().map(|c| c.name.clone()).collect(),

@@ -51,7 +51,34 @@ fn first_fit(
     last
 }
 
-impl Space<'_> {
+impl<'a> Space<'a> {
+    /// What generation reads off a form's visible configurations; `None` where the rules
+    /// leave no dimension to vary.
+    pub fn new(flats: &'a [Vec<Value>], rules: &'a Rules) -> Option<Space<'a>> {
+        let largest = flats
+            .iter()
+            .max_by_key(|f| super::memory_estimate(f))?
+            .clone();
+        let smallest = flats
+            .iter()
+            .min_by_key(|f| super::memory_estimate(f))?
+            .clone();
+        let mut space = Space {
+            flats,
+            rules,
+            dims: rules.free(),
+            dominant: 0,
+            largest,
+            smallest,
+        };
+        // The dominant dimension: the one with the largest visible value.
+        space.dominant = *space
+            .dims
+            .iter()
+            .max_by_key(|&&p| (space.max_of(p), std::cmp::Reverse(p)))?;
+        Some(space)
+    }
+
     pub fn max_of(&self, p: usize) -> i64 {
         self.flats
             .iter()
