@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The main job, a real benchmark run on the bundled CPU sample tasks: set up; validate and digest
-# every task; build the CPU image set from pinned Debian packages and check it against
+# every task; import the KernelBench slice as tasks and validate them (running them needs a
+# GPU); build the CPU image set from pinned Debian packages and check it against
 # lockfiles/cpu.lock; start a private containerd unless one answers at $ARENA_CONTAINERD
 # (default /run/containerd/containerd.sock); seal a hidden unseen-configuration set; run the
 # sample tasks with the scripted agent that installs the reference solutions, through
@@ -13,6 +14,10 @@ cargo build --release --locked -q -p arenactl
 arenactl=target/release/arenactl
 echo "== validate"; $arenactl task validate tasks
 echo "== digest";   $arenactl task digest tasks
+echo "== KernelBench problems as tasks (ci/fixtures/kernelbench-slice)"
+rm -rf runs/kernelbench-tasks
+$arenactl task import kernelbench ci/fixtures/kernelbench-slice --out runs/kernelbench-tasks | tail -1
+$arenactl task validate runs/kernelbench-tasks | tail -1
 echo "== images (store: \${ARENA_STORE:-~/.cache/arena/store})"
 export ARENA_DEB_DIR=${ARENA_DEB_DIR:-$HOME/.cache/arena/debs}
 bash ci/fetch-debs.sh images/testbase.toml "$ARENA_DEB_DIR"

@@ -14,6 +14,8 @@ pub const KNOWN_TASK_TYPES: &[&str] = &[
     "flydsl2flydsl",
     "image_kernel",
     "repository",
+    // KernelBench problems imported by `arenactl task import kernelbench` (arena-kernelbench).
+    "kernelbench",
     // arena's own: pure-Python kernels timed on the CPU, so the pipeline runs without a GPU.
     "python2python",
 ];

@@ -13,7 +13,7 @@ mod task;
 pub use image::{ImageCommand, RegistryArgs};
 pub use listen::Listen;
 pub use report::{CompareArgs, CompareFormat, ReportArgs, ReportFormat};
-pub use task::TaskCommand;
+pub use task::{ImportFormat, TaskCommand};
 
 #[derive(Debug, Parser)]
 #[command(

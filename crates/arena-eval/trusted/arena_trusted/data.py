@@ -48,6 +48,9 @@ class CpuData:
         self._marks = (b"\x55" * lines, b"\xaa" * lines)
         self._turn = 0
 
+    def forget(self, kernel):
+        """Nothing to give back: a CPU kernel's window is the one mapping, remade per batch."""
+
     def flush(self):
         """Writes one byte of every cache line of a buffer twice the last-level cache: what
         either kernel's batch finds in the cache is what it brings in itself."""

@@ -272,30 +272,54 @@ class GpuData:
 
     def _ensure(self, kernel, args, n, timeout):
         layout, slot_bytes = self._layout(args)
-        key = repr([(x.get("shape"), x.get("dtype"), "value" in x) for x in layout])
+        # Arguments by value are part of the layout the kernel process reads them from: a
+        # batch whose values differ (another configuration's) needs a layout of its own.
+        key = repr([(x.get("shape"), x.get("dtype"), x.get("value")) for x in layout])
         slots = max(n, -(-2 * self.l2 // slot_bytes), 2)
         st = self.state.get(kernel.role)
         if st and st["key"] == key and st["slots"] >= slots:
             return st
         if st:
-            for p in st["pools"]:
-                self.cu.free(p)
+            self.forget(kernel)
         per_chunk = max(1, CHUNK // slot_bytes)
         pools, handles, left = [], [], slots
-        while left > 0:
-            k = min(left, per_chunk)
-            p = self.cu.alloc(k * slot_bytes)
-            pools.append(p)
-            handles.append(self.cu.handle(p))
-            self.pool_handles[handles[-1]] = p
-            left -= k
-        st = {"pools": pools, "key": key, "slots": slots, "slot_bytes": slot_bytes, "per_chunk": per_chunk, "layout": layout, "next": 0}
+        try:
+            while left > 0:
+                k = min(left, per_chunk)
+                p = self.cu.alloc(k * slot_bytes)
+                pools.append(p)
+                handles.append(self.cu.handle(p))
+                self.pool_handles[handles[-1]] = p
+                left -= k
+        except BaseException:
+            # A configuration too large for the device: what was allocated for it goes back,
+            # and nothing names it (the next configuration allocates afresh).
+            for h in handles:
+                self.pool_handles.pop(h, None)
+            for p in pools:
+                self.cu.free(p)
+            raise
+        st = {"pools": pools, "handles": handles, "key": key, "slots": slots, "slot_bytes": slot_bytes, "per_chunk": per_chunk, "layout": layout, "next": 0}
         self.state[kernel.role] = st
         kernel.request(
             {"op": "gpu_setup", "handles": handles, "slots": slots, "slot_bytes": slot_bytes, "per_chunk": per_chunk, "layout": layout},
             timeout,
         )
         return st
+
+    def forget(self, kernel):
+        """Frees `kernel`'s input pools (forgotten first, so that a failure while freeing
+        never leaves freed memory named), and torch's cached blocks."""
+        st = self.state.pop(kernel.role, None)
+        if st:
+            # A freed pool's handle must not map to its address any more: the address may
+            # come back as another allocation (a reference output), and a kernel handing the
+            # old handle back as its output would have the evaluator read that instead.
+            for h in st["handles"]:
+                self.pool_handles.pop(h, None)
+            for p in st["pools"]:
+                self.cu.free(p)
+        torch.cuda.empty_cache()
 
     def prepare(self, kernel, args_list, wants, timeout):
         calls = self.assign(kernel, args_list, timeout)

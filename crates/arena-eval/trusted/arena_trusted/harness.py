@@ -1,6 +1,8 @@
 """A task's trusted harness: the module that says what the kernel is and how to judge it.
 
-It defines SOURCE (the kernel file), ENTRY (the function), TEST_SHAPES (the visible
+It defines SOURCE (the kernel file), ENTRY (the function; or a class, KernelBench's `ModelNew`:
+then each call's first argument is the JSON of {"args", "seed", ...} that the kernel process
+builds one instance from, per distinct value: child.Instances), TEST_SHAPES (the visible
 configurations), make_inputs(config, seed) (the call's arguments, a tuple), reference(*args)
 (the right output) and optionally check(got, want) (raises AssertionError; default: equality)
 and DEVICE ("cpu" or "cuda"). Only the evaluator imports it; kernel processes cannot read it.

@@ -17,6 +17,12 @@ class NotCapturable(Exception):
     """A kernel's calls could not be captured as a CUDA graph (it is timed eagerly)."""
 
 
+def out_of_memory(e):
+    """Whether `e` says the device's memory ran out (torch's OutOfMemoryError, or a driver
+    allocation the evaluator made itself)."""
+    return type(e).__name__ == "OutOfMemoryError" or "out of memory" in str(e).lower()
+
+
 class Session:
     def __init__(self, harness, data, configs, secret, job, hidden):
         self.h = harness
@@ -146,9 +152,14 @@ class Session:
             report["warning"] = self.warnings[-1]
         return True, report
 
-    def each_config(self, kernel):
+    def each_config(self, kernel, alone=False):
         """Correctness per configuration (unseen evaluations): which pass, and why the others
-        do not (named by index only)."""
+        do not (named by index only).
+
+        `alone`: the only kernel of the evaluation (a probe's original). A configuration
+        whose inputs, reference or pools do not fit the device then fails (the probe drops
+        it). Beside another kernel it is the evaluation's failure, not this kernel's: the
+        other kernel's memory may be what it lacked."""
         trials = int(self.job.get("trials", 2))
         passed, errors = [], {}
         for i in range(len(self.configs)):
@@ -162,6 +173,14 @@ class Session:
             except KernelFailed as e:
                 passed.append(False)
                 errors[str(i)] = f"{self.name(i)}: the kernel failed ({type(e).__name__})"
+            except Exception as e:
+                if not (alone and out_of_memory(e)):
+                    raise
+                # The evaluator's own inputs, reference or pools for it do not fit the device:
+                # the configuration cannot run here, whichever kernel it is (a probe drops it).
+                passed.append(False)
+                errors[str(i)] = f"{self.name(i)}: does not fit the device's memory"
+                self.data.forget(kernel)
         return passed, errors
 
     def performance(self, kernels, restart=None):

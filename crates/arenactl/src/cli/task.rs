@@ -46,6 +46,21 @@ pub enum TaskCommand {
         #[command(flatten)]
         json: JsonFlag,
     },
+    /// Turn another benchmark's problems into arena tasks (`kernelbench`: KernelBench's
+    /// `Model`/`get_inputs`/`get_init_inputs` files, each a task the trusted evaluator runs).
+    Import {
+        #[arg(value_enum, value_name = "FORMAT")]
+        format: ImportFormat,
+        /// The problems: a KernelBench checkout or its KernelBench/ directory (every `.py`
+        /// file directly in a `level<N>` directory below it).
+        #[arg(value_name = "DIR")]
+        dir: PathBuf,
+        /// A new (or empty) directory for the tasks, one per problem: OUT/level<N>/<name>.
+        #[arg(long, value_name = "OUT")]
+        out: PathBuf,
+        #[command(flatten)]
+        json: JsonFlag,
+    },
     /// Print the content digest of every task at or below each directory.
     Digest {
         #[arg(required = true, value_name = "DIR")]
@@ -53,4 +68,10 @@ pub enum TaskCommand {
         #[command(flatten)]
         out: JsonFlag,
     },
+}
+
+/// Formats `arenactl task import` reads.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum ImportFormat {
+    Kernelbench,
 }

@@ -2,6 +2,7 @@ pub mod bundle;
 pub mod containerd;
 pub mod endpoint;
 pub mod image;
+pub mod import;
 pub mod materialize;
 pub mod registry;
 pub mod report;

@@ -1,4 +1,4 @@
-//! `arenactl task list|show|validate|digest` (and `materialize`, in its own file).
+//! `arenactl task list|show|validate|digest` (`materialize` and `import`, in files of their own).
 
 use std::path::{Path, PathBuf};
 
@@ -21,6 +21,12 @@ pub fn run(cmd: TaskCommand) -> anyhow::Result<Outcome> {
             dirs,
             json,
         } => super::materialize::run(&aka_root, &out, &dirs, json.json),
+        TaskCommand::Import {
+            format: crate::cli::ImportFormat::Kernelbench,
+            dir,
+            out,
+            json,
+        } => super::import::kernelbench(&dir, &out, json.json),
     }
 }
 
