@@ -97,11 +97,12 @@ fn config(p: &Problem) -> Config {
 
 fn harness(p: &Problem) -> String {
     // A JSON string is a valid Python string literal (its escapes are Python's too).
-    let embedded = serde_json::to_string(&p.source).expect("a string serializes");
+    let py = |s: &str| serde_json::to_string(s).expect("a string serializes");
+    let embedded = py(&p.source);
     let fields: Vec<String> = p
         .shape_constants
         .iter()
-        .map(|(k, v)| format!("{}: {v}", serde_json::to_string(k).expect("a string")))
+        .map(|(k, v)| format!("{}: {v}", py(k)))
         .collect();
     let shapes = format!("    {{{}}},\n", fields.join(", "));
     format!(
@@ -110,15 +111,17 @@ fn harness(p: &Problem) -> String {
          interface (SOURCE, ENTRY, TEST_SHAPES, make_inputs, reference, check, DEVICE) and runs \
          `ModelNew` in a process of its own; `python3 {HARNESS} compile|correctness|performance` \
          runs the gates in one process, for the agent's own checks.\n\"\"\"\n\
-         PROBLEM = {problem:?}\n\
+         PROBLEM = {problem_literal}\n\
          # The problem file as KernelBench has it (also at {problem}).\n\
          PROBLEM_SOURCE = {embedded}\n\
-         SOURCE = {SOURCE:?}\n\
+         SOURCE = {source_literal}\n\
          # The visible configuration: KernelBench's own sizes (the module constants get_inputs()\n\
          # reads). An unseen configuration sets other values for them.\n\
          TEST_SHAPES = [\n{shapes}]\n\n{HARNESS_BODY}",
         id = p.id,
         problem = reference_rel(p),
+        problem_literal = py(&reference_rel(p)),
+        source_literal = py(SOURCE),
     )
 }
 

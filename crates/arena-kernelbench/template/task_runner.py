@@ -95,8 +95,11 @@ def reference(init, *inputs):
     model = _REFERENCES.get(init)
     if model is None:
         spec = json.loads(init)
+        # The module first: whatever its top level draws must not come between the seed and
+        # the weights (the kernel's process imported its module before seeding too).
+        m = problem(spec["config"])
         torch.manual_seed(spec["seed"])
-        model = problem(spec["config"]).Model(*spec["args"]).cuda()
+        model = m.Model(*spec["args"]).cuda()
         model.requires_grad_(False)
         _REFERENCES[init] = model
     with torch.no_grad():

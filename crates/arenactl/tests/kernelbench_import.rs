@@ -7,25 +7,19 @@
 mod common;
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
 use arena_task::hidden::{set_violations, TaskUnseen};
+use common::cli::{stderr, stdout};
 use common::repo;
 use serde_json::Value;
 
 fn arenactl(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_arenactl"))
-        .args(args)
-        .output()
-        .expect("run arenactl")
+    common::cli::arenactl(args, &repo())
 }
 
 fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
+    format!("{}{}", stdout(o), stderr(o))
 }
 
 fn import(from: &Path, out: &Path) -> Output {
@@ -228,4 +222,59 @@ fn bad_input_is_refused_with_a_reason() {
         "{msg}"
     );
     assert!(!t.join("out3").join("level1").exists());
+}
+
+/// The harness's `problem(config)`: the problem's module with the configuration's values
+/// pinned wherever its top level assigns them, values derived from them following. Run with
+/// python3 on a problem that needs no torch.
+#[test]
+fn the_harness_runs_the_problem_with_a_configuration_pinned() {
+    let tmp = tempfile::tempdir().unwrap();
+    let kb = tmp.path().join("kb/level1");
+    std::fs::create_dir_all(&kb).unwrap();
+    std::fs::write(
+        kb.join("7_Toy.py"),
+        "class Model:\n    def __init__(self, k):\n        self.k = k\n\n\
+         N = 2048 * 2\nheight = width = 8\nshape = (N, height)\n\n\
+         def get_inputs():\n    return [shape, width]\n\n\
+         def get_init_inputs():\n    return [N // 2]\n",
+    )
+    .unwrap();
+    let out = tmp.path().join("tasks");
+    let o = import(&tmp.path().join("kb"), &out);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(
+        v["tasks"][0]["configuration"],
+        serde_json::json!({"N": 4096, "height": 8, "width": 8})
+    );
+    let harness = out.join("level1/7_Toy/scripts/task_runner.py");
+    let script = "import importlib.util, sys\n\
+        spec = importlib.util.spec_from_file_location('h', sys.argv[1])\n\
+        h = importlib.util.module_from_spec(spec)\n\
+        spec.loader.exec_module(h)\n\
+        visible = h.TEST_SHAPES[0]\n\
+        print(h.problem(visible).get_inputs(), h.problem(visible).get_init_inputs())\n\
+        m = h.problem({'N': 6, 'width': 3})\n\
+        print(m.get_inputs(), m.get_init_inputs(), m.Model(1).k)\n\
+        print(h.init_key({'N': 6, 'width': 3}))\n\
+        try:\n    h.problem({'nope': 1})\nexcept KeyError as e:\n    print('refused', e)\n";
+    let o = std::process::Command::new("python3")
+        .args(["-c", script])
+        .arg(&harness)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let lines: Vec<String> = stdout(&o).lines().map(str::to_string).collect();
+    assert_eq!(lines[0], "[(4096, 8), 8] [2048]", "{lines:?}");
+    assert_eq!(lines[1], "[(6, 8), 3] [3] 1", "{lines:?}");
+    let key: Value = serde_json::from_str(&lines[2]).unwrap();
+    assert_eq!(
+        key,
+        serde_json::json!({"args": [3], "seed": 42, "config": {"N": 6, "width": 3}})
+    );
+    assert!(
+        lines[3].starts_with("refused") && lines[3].contains("nope"),
+        "{lines:?}"
+    );
 }
