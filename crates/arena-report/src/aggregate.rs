@@ -11,6 +11,18 @@ use crate::score::TaskScore;
 /// The row label that aggregates every task type together.
 pub const ALL: &str = "all";
 
+/// The thresholds KernelBench's fast_p is reported at (p = 0: correct at all).
+pub const FAST_P: &[f64] = &[0.0, 0.5, 0.8, 1.0, 1.5, 2.0];
+
+/// KernelBench's fast_p: the share (0–100) of task runs that are correct and faster than `p`
+/// times the baseline (strictly, as KernelBench counts; fast₁ and fast₂ above count ≥, as the
+/// AgentKernelArena paper does), averaged per task over its runs first.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FastP {
+    pub p: f64,
+    pub percent: f64,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Aggregate {
     pub task_type: String,
@@ -30,6 +42,8 @@ pub struct Aggregate {
     /// Share (0–100) of all tasks whose mean speedup is ≥ 1 and ≥ 2.
     pub fast1: f64,
     pub fast2: f64,
+    /// fast_p at each of `FAST_P`.
+    pub fast_p: Vec<FastP>,
     /// Task runs by how their numbers were measured (`trusted`, `self_reported_cross_checked`,
     /// `self_reported`, `unrecorded`): a table that mixes them says so.
     pub measured: BTreeMap<String, usize>,
@@ -94,6 +108,8 @@ pub fn aggregate(label: &str, scores: &[&TaskScore]) -> Aggregate {
         speedup: f64,
         score: f64,
         correct_speedup: Option<f64>,
+        /// Per threshold of FAST_P: the share of runs correct and faster than it.
+        fast: Vec<f64>,
     }
     let per_task: Vec<PerTask> = by_task
         .values()
@@ -109,6 +125,10 @@ pub fn aggregate(label: &str, scores: &[&TaskScore]) -> Aggregate {
                 speedup: mean(runs.iter().map(|s| s.speedup)),
                 score: mean(runs.iter().map(|s| s.score)),
                 correct_speedup: (!good.is_empty()).then(|| mean(good.iter().copied())),
+                fast: FAST_P
+                    .iter()
+                    .map(|&p| mean(runs.iter().map(|s| frac(s.correct && s.speedup > p))))
+                    .collect(),
             }
         })
         .collect();
@@ -133,6 +153,14 @@ pub fn aggregate(label: &str, scores: &[&TaskScore]) -> Aggregate {
         geomean_speedup: (!logs.is_empty()).then(|| mean(logs.iter().copied()).exp()),
         fast1: 100.0 * per_task.iter().filter(|t| t.speedup >= 1.0).count() as f64 / n,
         fast2: 100.0 * per_task.iter().filter(|t| t.speedup >= 2.0).count() as f64 / n,
+        fast_p: FAST_P
+            .iter()
+            .enumerate()
+            .map(|(k, &p)| FastP {
+                p,
+                percent: 100.0 * per_task.iter().map(|t| t.fast[k]).sum::<f64>() / n,
+            })
+            .collect(),
         measured: scores.iter().fold(BTreeMap::new(), |mut m, s| {
             *m.entry(trust_key(s.trust)).or_default() += 1;
             m
@@ -207,6 +235,20 @@ mod tests {
         assert!(close(r.geomean_speedup.unwrap(), 1.0));
         assert!(close(r.fast1, 50.0));
         assert!(close(r.fast2, 25.0));
+        // KernelBench's fast_p counts correct and strictly faster: p = 0 is the 3 correct,
+        // p = 1 only the 2× one (the 1× one is not faster), p = 2 none.
+        let fast: Vec<(f64, f64)> = r.fast_p.iter().map(|f| (f.p, f.percent)).collect();
+        assert_eq!(
+            fast,
+            vec![
+                (0.0, 75.0),
+                (0.5, 50.0),
+                (0.8, 50.0),
+                (1.0, 25.0),
+                (1.5, 25.0),
+                (2.0, 0.0)
+            ]
+        );
     }
 
     #[test]
@@ -242,6 +284,15 @@ mod tests {
         // fast₁ uses the averaged speedup (failures 0): x 1.0 ≥ 1, y ≥ 1; fast₂: only y.
         assert!(close(r.fast1, 100.0));
         assert!(close(r.fast2, 50.0));
+        // fast_p per run first: at p = 1.5, x is faster in run 1 (2.0) of 3, y in runs 0 and 1
+        // (3.0, 2.0) of 3 → (1/3 + 2/3) / 2 = 50 %; at p = 0, x 2/3, y 3/3.
+        let at = |p: f64| r.fast_p.iter().find(|f| f.p == p).unwrap().percent;
+        assert!(close(at(1.5), 50.0), "{:?}", r.fast_p);
+        assert!(
+            close(at(0.0), 100.0 * (2.0 / 3.0 + 1.0) / 2.0),
+            "{:?}",
+            r.fast_p
+        );
         // Run 0's results are trusted, the others self-reported (the helper's choice): the
         // row counts task runs by how they were measured.
         let want: BTreeMap<String, usize> = [("self_reported".into(), 4), ("trusted".into(), 2)]

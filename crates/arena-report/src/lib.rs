@@ -64,6 +64,10 @@ impl Report {
     pub fn markdown(&self) -> String {
         let mut out = table::aggregates_markdown(&self.aggregates);
         out.push_str(&self.measured_line());
+        out.push_str(
+            "\nfast_p as KernelBench counts it (% of task runs correct and faster than p×):\n\n",
+        );
+        out.push_str(&table::fast_p_markdown(&self.aggregates));
         if self.noise_aware.iter().any(|n| n.with_interval > 0) {
             out.push_str("\nNoise-aware (95% bootstrap intervals of the paired samples):\n\n");
             out.push_str(&noise::markdown(&self.noise_aware));

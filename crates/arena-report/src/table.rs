@@ -39,6 +39,30 @@ pub fn aggregates_markdown(rows: &[Aggregate]) -> String {
     out
 }
 
+/// KernelBench's fast_p per task type, one column per threshold.
+pub fn fast_p_markdown(rows: &[Aggregate]) -> String {
+    let Some(first) = rows.first() else {
+        return String::new();
+    };
+    let heads: Vec<String> = first
+        .fast_p
+        .iter()
+        .map(|f| format!("p = {}", f.p))
+        .collect();
+    let mut out = format!("| task type | {} |\n|---|", heads.join(" | "));
+    out.push_str(&"---:|".repeat(heads.len()));
+    out.push('\n');
+    for a in rows {
+        let cells: Vec<String> = a
+            .fast_p
+            .iter()
+            .map(|f| format!("{:.1}", f.percent))
+            .collect();
+        let _ = writeln!(out, "| {} | {} |", a.task_type, cells.join(" | "));
+    }
+    out
+}
+
 pub fn aggregates_csv(rows: &[Aggregate]) -> String {
     let mut out = String::from("task_type,tasks,runs,compile_rate,correct_rate,mean_speedup,sigma_r,mean_score,geomean_speedup,fast1,fast2\n");
     let o = |v: Option<f64>| v.map(|x| x.to_string()).unwrap_or_default();
@@ -126,6 +150,16 @@ mod tests {
             geomean_speedup: None,
             fast1: 50.0,
             fast2: 0.0,
+            fast_p: vec![
+                crate::aggregate::FastP {
+                    p: 0.0,
+                    percent: 50.0,
+                },
+                crate::aggregate::FastP {
+                    p: 1.0,
+                    percent: 12.5,
+                },
+            ],
             measured: Default::default(),
         };
         let md = aggregates_markdown(std::slice::from_ref(&a));
@@ -133,6 +167,11 @@ mod tests {
         assert_eq!(
             last,
             "| python2python | 2 | 3 | 100.0 | 50.0 | 1.250 ± 0.100 | 182.5 | – | 50.0 | 0.0 |"
+        );
+        let fast = fast_p_markdown(std::slice::from_ref(&a));
+        assert_eq!(
+            fast,
+            "| task type | p = 0 | p = 1 |\n|---|---:|---:|\n| python2python | 50.0 | 12.5 |\n"
         );
         let csv = aggregates_csv(&[a]);
         assert_eq!(
