@@ -6,12 +6,8 @@
 //! compile and a cold compiler cache every time: 12 configurations of an AgentKernelArena vLLM
 //! task took 9 minutes on an H100, longer than a device call.
 
-use arena_task::TaskConfig;
-
 use super::{GatesJob, Overlay, Step, REPORTS, VIEWS};
 use crate::gate::Gate;
-use crate::timeouts::{commands, GateTimeouts};
-use crate::trusted::Role;
 
 /// The step name and report directory of configuration `k`'s gate `g`.
 pub fn config_step(k: usize, g: Gate) -> String {
@@ -25,19 +21,18 @@ pub fn config_reports(k: usize) -> String {
 }
 
 impl GatesJob {
-    /// `role`'s [`GatesJob::gates`] job made one that compiles once, then runs each of
-    /// `configs` configurations' correctness and performance (the next configuration goes on
-    /// whatever this one did), the files `rels` (relative to the task) taken from
-    /// `VIEWS/<k>/<rel>` before each of its steps.
-    pub fn per_config(
-        mut job: GatesJob,
-        role: Role,
-        cfg: &TaskConfig,
-        t: &GateTimeouts,
-        configs: usize,
-        rels: &[String],
-    ) -> GatesJob {
-        job.steps.truncate(1);
+    /// A [`GatesJob::gates`] job made one that compiles once, then runs each of `configs`
+    /// configurations' correctness and performance (its own steps, renamed; the next
+    /// configuration goes on whatever this one did), the files `rels` (relative to the task)
+    /// taken from `VIEWS/<k>/<rel>` before each of its steps.
+    pub fn per_config(mut job: GatesJob, configs: usize, rels: &[String]) -> GatesJob {
+        let gates = [Gate::Correctness, Gate::Performance];
+        let templates: Vec<Step> = job.steps.drain(1..).collect();
+        debug_assert_eq!(job.steps[0].reports.as_deref(), Some(REPORTS));
+        debug_assert!(templates
+            .iter()
+            .map(|s| s.name.as_str())
+            .eq(gates.map(|g| g.name())));
         for k in 0..configs {
             let overlay: Vec<Overlay> = rels
                 .iter()
@@ -49,11 +44,11 @@ impl GatesJob {
                     }
                 })
                 .collect();
-            for g in [Gate::Correctness, Gate::Performance] {
-                let mut s: Step =
-                    Self::kernel_step(role, &config_step(k, g), commands(cfg, g), t.get(g));
+            for (g, template) in gates.into_iter().zip(&templates) {
+                let mut s = template.clone();
+                s.name = config_step(k, g);
                 s.reports = Some(config_reports(k));
-                if g == Gate::Performance {
+                if s.capture.is_some() {
                     s.capture = Some(format!("{}/{}", config_reports(k), crate::aka_perf::OUTPUT));
                 }
                 s.overlay = overlay.clone();
@@ -62,7 +57,6 @@ impl GatesJob {
             }
         }
         job.deadline_s = job.steps.iter().map(|s| s.timeout).sum::<u64>() + 30;
-        debug_assert_eq!(job.steps[0].reports.as_deref(), Some(REPORTS));
         job
     }
 }
@@ -70,7 +64,9 @@ impl GatesJob {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::timeouts::GateTimeouts;
     use crate::trusted::BASELINE;
+    use arena_task::TaskConfig;
 
     #[test]
     fn compiles_once_and_lays_each_configuration_over_its_steps() {
@@ -80,7 +76,7 @@ mod tests {
         let t = GateTimeouts::default();
         let rels = vec!["./scripts/run.py".to_string()];
         let gates = GatesJob::gates(&cfg, &t, &[], vec![], BASELINE, 10);
-        let j = GatesJob::per_config(gates, BASELINE, &cfg, &t, 2, &rels);
+        let j = GatesJob::per_config(gates, 2, &rels);
         let names: Vec<&str> = j.steps.iter().map(|s| s.name.as_str()).collect();
         assert_eq!(
             names,

@@ -109,11 +109,8 @@ impl TaskRun<'_> {
     }
 
     /// The gates job of one kernel in its tree, the original (no `sources`) or the agent's,
-    /// its role, and how its reports are read.
-    pub(crate) fn kernel_job(
-        &self,
-        sources: &[StagedSource],
-    ) -> Result<(GatesJob, Role, Reading<'_>)> {
+    /// and how its reports are read.
+    pub(crate) fn kernel_job(&self, sources: &[StagedSource]) -> Result<(GatesJob, Reading<'_>)> {
         let (role, side) = if sources.is_empty() {
             (BASELINE, Side::Baseline)
         } else {
@@ -132,7 +129,7 @@ impl TaskRun<'_> {
             side,
             writer: Writer::Harness,
         };
-        Ok((job, role, how))
+        Ok((job, how))
     }
 
     /// One gated evaluation by the task's own commands in a fresh evaluator container: the
@@ -145,7 +142,7 @@ impl TaskRun<'_> {
         extra_binds: &[BindMount],
         event: EventKind,
     ) -> Result<Phase> {
-        let (mut job, _, how) = self.kernel_job(sources)?;
+        let (mut job, how) = self.kernel_job(sources)?;
         job.quiet = phase.starts_with("unseen");
         let limit = job.limit_s();
         let r = self

@@ -13,7 +13,7 @@ use arena_eval::record::Evaluation;
 use arena_eval::self_reported::{config_reports, config_step, REPORTS, VIEWS};
 use arena_eval::sources::StagedSource;
 use arena_eval::untrusted::read_beneath;
-use arena_eval::{Gate, GateTimeouts, GatesJob};
+use arena_eval::{Gate, GatesJob};
 use arena_proto::v1::EventKind;
 
 use super::evaluate::timeout_note;
@@ -33,10 +33,8 @@ impl TaskRun<'_> {
         configs: usize,
         rels: &[String],
     ) -> Result<Vec<Evaluation>> {
-        let (gates, role, how) = self.kernel_job(sources)?;
-        let timeouts = GateTimeouts::for_task(&self.task.config);
-        let mut job =
-            GatesJob::per_config(gates, role, &self.task.config, &timeouts, configs, rels);
+        let (gates, how) = self.kernel_job(sources)?;
+        let mut job = GatesJob::per_config(gates, configs, rels);
         job.quiet = true;
         // Only the gate runner (root) lays them over: a kernel running configuration k can
         // read its own harness in its tree, not the others' here.
