@@ -294,10 +294,7 @@ class GpuData:
         except BaseException:
             # A configuration too large for the device: what was allocated for it goes back,
             # and nothing names it (the next configuration allocates afresh).
-            for h in handles:
-                self.pool_handles.pop(h, None)
-            for p in pools:
-                self.cu.free(p)
+            self._free(pools, handles)
             raise
         st = {"pools": pools, "handles": handles, "key": key, "slots": slots, "slot_bytes": slot_bytes, "per_chunk": per_chunk, "layout": layout, "next": 0}
         self.state[kernel.role] = st
@@ -312,14 +309,17 @@ class GpuData:
         never leaves freed memory named), and torch's cached blocks."""
         st = self.state.pop(kernel.role, None)
         if st:
-            # A freed pool's handle must not map to its address any more: the address may
-            # come back as another allocation (a reference output), and a kernel handing the
-            # old handle back as its output would have the evaluator read that instead.
-            for h in st["handles"]:
-                self.pool_handles.pop(h, None)
-            for p in st["pools"]:
-                self.cu.free(p)
+            self._free(st["pools"], st["handles"])
         torch.cuda.empty_cache()
+
+    def _free(self, pools, handles):
+        # A freed pool's handle must not map to its address any more: the address may come
+        # back as another allocation (a reference output), and a kernel handing the old
+        # handle back as its output would have the evaluator read that instead.
+        for h in handles:
+            self.pool_handles.pop(h, None)
+        for p in pools:
+            self.cu.free(p)
 
     def prepare(self, kernel, args_list, wants, timeout):
         calls = self.assign(kernel, args_list, timeout)

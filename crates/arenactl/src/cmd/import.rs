@@ -3,8 +3,6 @@
 
 use std::path::{Path, PathBuf};
 
-use arena_task::{task_digest, Task};
-
 use super::{print_json, Outcome};
 
 #[derive(serde::Serialize)]
@@ -32,10 +30,7 @@ pub fn kernelbench(dir: &Path, out: &Path, json: bool) -> anyhow::Result<Outcome
     for p in &imported.tasks {
         let id = &p.id;
         let task_dir = out.join(id);
-        let (digest, errors) = match Task::load(&task_dir, id) {
-            Ok(_) => (Some(task_digest(&task_dir)?.to_string()), Vec::new()),
-            Err(e) => (None, e.0.iter().map(|e| e.to_string()).collect()),
-        };
+        let (digest, errors) = super::materialize::digest_or_errors(&task_dir, id)?;
         let configuration = p
             .configuration
             .iter()

@@ -22,6 +22,17 @@ struct Copied {
     errors: Vec<String>,
 }
 
+/// A written task read back: its digest, or (None and) why it is not a valid task.
+pub(super) fn digest_or_errors(
+    dir: &Path,
+    id: &str,
+) -> anyhow::Result<(Option<String>, Vec<String>)> {
+    Ok(match Task::load(dir, id) {
+        Ok(_) => (Some(task_digest(dir)?.to_string()), Vec::new()),
+        Err(e) => (None, e.0.iter().map(|e| e.to_string()).collect()),
+    })
+}
+
 pub fn run(aka_root: &Path, out: &Path, dirs: &[PathBuf], json: bool) -> anyhow::Result<Outcome> {
     let helpers = PerfHelpers::load(aka_root)?;
     if out.exists() && std::fs::read_dir(out)?.next().is_some() {
@@ -39,10 +50,7 @@ pub fn run(aka_root: &Path, out: &Path, dirs: &[PathBuf], json: bool) -> anyhow:
             .iter()
             .map(|p| p.strip_prefix(&dst).unwrap_or(p).display().to_string())
             .collect();
-        let (digest, errors) = match Task::load(&dst, &f.id) {
-            Ok(_) => (Some(task_digest(&dst)?.to_string()), Vec::new()),
-            Err(e) => (None, e.0.iter().map(|e| e.to_string()).collect()),
-        };
+        let (digest, errors) = digest_or_errors(&dst, &f.id)?;
         copied.push(Copied {
             id: f.id,
             dir: dst,
