@@ -148,7 +148,7 @@ pub fn set_violations(task: &Task, set: &TaskUnseen) -> Result<Vec<String>, Stri
     let found = find_declaration(task).map_err(|e| format!("{e:?}"))?;
     let mut out = Vec::new();
     for (i, c) in set.configs.iter().enumerate() {
-        for why in crate::unseen::violations(&found.entries, &found.hints, &c.entry) {
+        for why in crate::unseen::violations(&found.entries, &found.hints, c) {
             out.push(format!(
                 "{}: configuration {i} `{}`: {why}",
                 task.id, c.entry

@@ -53,6 +53,11 @@ pub struct UnseenConfig {
     /// before the set was sealed (`unseen generate --probe`); absent where it was not probed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub original_passed: Option<bool>,
+    /// The equality an asymmetric configuration of a cube breaks (`M = N = K in every
+    /// visible configuration`): whether the kernel needs it, no rule can tell, so a probe
+    /// (`unseen generate --probe`) keeps the configuration only where the original passes it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub breaks_tie: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -179,25 +184,6 @@ fn forms(visible: &[Value]) -> Vec<Vec<Value>> {
     groups
 }
 
-/// The categories the rules leave no room for in any form of `visible`, each with why: a
-/// set that lacks only these covers every category it can.
-pub fn no_room(visible: &[Value], hints: &Hints) -> Vec<(Category, String)> {
-    let tied = forms(visible).iter().all(|g| {
-        let flats: Vec<Vec<Value>> = g.iter().map(flatten).collect();
-        Rules::infer(&flats, &leaf_names(&g[0], hints), hints).tied()
-    });
-    if tied && !visible.is_empty() {
-        vec![(
-            Category::Asymmetric,
-            "every problem dimension equals another in every visible configuration, so no \
-             aspect ratio can change"
-                .to_string(),
-        )]
-    } else {
-        Vec::new()
-    }
-}
-
 /// [`generate`] for entries of one form; `offset` rotates which category goes first.
 fn generate_form(
     task_id: &str,
@@ -221,6 +207,12 @@ fn generate_form(
     let Some(space) = categories::Space::new(&flats, &rules) else {
         return Err(GenError::NoDimensions);
     };
+    // A cube's asymmetric configurations are made under its rules less the tie ([`rules`]).
+    let tie = rules.tie();
+    let untied = rules.untied();
+    let loose = tie
+        .as_ref()
+        .and_then(|_| categories::Space::new(&flats, &untied));
 
     let work = |f: &[Value]| -> f64 {
         f.iter()
@@ -239,7 +231,7 @@ fn generate_form(
         rebuild(first, &mut f.iter()).to_python()
     };
     // Whether a candidate, once snapped, keeps the rules and budgets and is new.
-    let acceptable = |f: &[Value], seen: &[String]| {
+    let acceptable = |f: &[Value], rules: &Rules, seen: &[String]| {
         memory_estimate(f) <= opts.memory_budget
             && work(f) <= max_work
             && rules.violations(f, &flats).is_empty()
@@ -263,17 +255,24 @@ fn generate_form(
             .expect("six categories");
         let category = CATEGORIES[pick];
         attempts += 1;
+        let (made_in, kept, breaks_tie) = match &loose {
+            Some(l) if category == Category::Asymmetric => (l, &untied, tie.clone()),
+            _ => (&space, &rules, None),
+        };
         let fits = |f: &[Value]| {
             let mut g = f.to_vec();
-            rules.snap(&mut g);
-            acceptable(&g, &seen)
+            kept.snap(&mut g);
+            acceptable(&g, kept, &seen)
         };
-        let mut f = space.make(category, &mut rng, &fits);
-        rules.snap(&mut f);
-        if !acceptable(&f, &seen) {
+        let mut f = made_in.make(category, &mut rng, &fits);
+        kept.snap(&mut f);
+        if !acceptable(&f, kept, &seen) {
             failed[pick] += 1;
             continue;
         }
+        // Where the tie holds after all (the long dimension equals the others), the
+        // configuration breaks nothing.
+        let breaks_tie = breaks_tie.filter(|_| !rules.violations(&f, &flats).is_empty());
         seen.push(unlabeled(&f));
         // A label names the configuration by its place in the set, never a visible one's.
         for &l in &rules.labels {
@@ -285,6 +284,7 @@ fn generate_form(
             category,
             entry,
             original_passed: None,
+            breaks_tie,
         });
     }
     Ok(out)
@@ -296,10 +296,12 @@ pub mod rules;
 #[cfg(test)]
 mod tests;
 
-/// What a configuration (Python source) breaks of the rules its visible configurations of the
-/// same form obey ([`rules`]); empty when it keeps them all. A form no visible entry has is
-/// itself a violation.
-pub fn violations(visible: &[Value], hints: &Hints, entry: &str) -> Vec<String> {
+/// What a configuration breaks of the rules its visible configurations of the same form obey
+/// ([`rules`]); empty when it keeps them all. A form no visible entry has is itself a
+/// violation. An asymmetric configuration that says it breaks a cube's tie (`breaks_tie`) is
+/// held to the rules less the tie, and only where the visible configurations are a cube.
+pub fn violations(visible: &[Value], hints: &Hints, config: &UnseenConfig) -> Vec<String> {
+    let entry = config.entry.as_str();
     let parsed = match crate::shapes::Parser::at(entry, 0, "entry").value() {
         Ok(v) => v,
         Err(e) => return vec![format!("`{entry}` cannot be read: {e}")],
@@ -313,5 +315,13 @@ pub fn violations(visible: &[Value], hints: &Hints, entry: &str) -> Vec<String> 
     };
     let flats: Vec<Vec<Value>> = same.iter().map(|v| flatten(v)).collect();
     let rules = Rules::infer(&flats, &leaf_names(first, hints), hints);
-    rules.violations(&flatten(&parsed), &flats)
+    match &config.breaks_tie {
+        None => rules.violations(&flatten(&parsed), &flats),
+        Some(_) if config.category == Category::Asymmetric && rules.tied() => {
+            rules.untied().violations(&flatten(&parsed), &flats)
+        }
+        Some(tie) => vec![format!(
+            "says it breaks a tie ({tie}), which only an asymmetric configuration of a cube may"
+        )],
+    }
 }

@@ -150,6 +150,7 @@ mod tests {
                     category,
                     entry: format!("({},)", 1000 + k),
                     original_passed: None,
+                    breaks_tie: None,
                 })
                 .collect(),
         }

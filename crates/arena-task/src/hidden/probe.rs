@@ -92,6 +92,7 @@ mod tests {
             category,
             entry: format!("({n},)"),
             original_passed: None,
+            breaks_tie: None,
         }
     }
 

@@ -217,6 +217,7 @@ fn the_file_the_commands_run_is_read_and_names_give_roles() {
             category: crate::unseen::Category::ScaleUp,
             entry: "{\"name\": \"x\", \"M\": 512, \"N\": 4100, \"BLOCK_N\": 64}".into(),
             original_passed: None,
+            breaks_tie: None,
         }],
         ..u.clone()
     };

@@ -236,9 +236,9 @@ impl<'a> Space<'a> {
         let long = self.dominant;
         let top = self.max_of(long);
         let mut candidates = Vec::new();
-        if rules.tied() {
-            // A cube: no aspect ratio can change, so there is no candidate.
-        } else if let Some(&short) = self.dims.iter().find(|&&p| p != long) {
+        // A cube comes here with its tie taken off (unseen::generate_form): its dimensions
+        // are then as free as any others.
+        if let Some(&short) = self.dims.iter().find(|&&p| p != long) {
             let mut base = f.clone();
             set(&mut base, short, rules.multiple_of(short));
             let mut v = (top * 8).min(65536).max(top + 1);

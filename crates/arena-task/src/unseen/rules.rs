@@ -8,7 +8,10 @@
 //!   visible values (at most 256; at most 16 when only one value is visible, which says little
 //!   about what is required; at most a quarter of its smallest visible value, since a doubling
 //!   series of sizes is all multiples of its first), and at least that;
-//! - dimensions equal in every visible configuration (two or more) stay equal;
+//! - dimensions equal in every visible configuration (two or more) stay equal — except where
+//!   every dimension equals every other (a cube, a square GEMM): that is the test author's
+//!   choice of sizes as often as the kernel's need, so the asymmetric category alone may break
+//!   it, and each configuration that does says so (`breaks_tie`), for a probe to settle;
 //! - a string leaf named `name`/`label`/`id` is a label and gets the configuration's own.
 
 use crate::shapes::Value;
@@ -207,6 +210,25 @@ impl Rules {
     /// cube): one may vary, so no aspect ratio can change.
     pub fn tied(&self) -> bool {
         self.free().len() == 1 && self.dims.len() > 1
+    }
+
+    /// The same rules without the equalities: what an asymmetric configuration of a cube
+    /// keeps (multiples, launch parameters, weights, flags).
+    pub fn untied(&self) -> Rules {
+        let mut r = self.clone();
+        for d in &mut r.dims {
+            d.same_as = None;
+        }
+        r
+    }
+
+    /// What a configuration breaking a cube's tie breaks, in words (`M = N = K in every
+    /// visible configuration`); None where the rules are no cube.
+    pub fn tie(&self) -> Option<String> {
+        self.tied().then(|| {
+            let names: Vec<&str> = self.dims.iter().map(|d| d.name.as_str()).collect();
+            format!("{} in every visible configuration", names.join(" = "))
+        })
     }
 
     pub fn multiple_of(&self, pos: usize) -> i64 {

@@ -201,11 +201,8 @@ fn one_dimensional_and_refusals() {
 }
 
 #[test]
-fn a_cube_has_no_room_for_an_aspect_ratio_and_says_so() {
+fn a_cubes_asymmetric_configurations_break_its_tie_and_say_so() {
     let cube = visible("TEST_SHAPES = [(4, 4, 4), (16, 16, 16), (64, 64, 64)]\n");
-    let room = no_room(&cube, &Hints::default());
-    assert_eq!(room.len(), 1);
-    assert_eq!(room[0].0, Category::Asymmetric);
     for seed in 0..10 {
         let a = generate(
             "c",
@@ -216,19 +213,58 @@ fn a_cube_has_no_room_for_an_aspect_ratio_and_says_so() {
             },
         )
         .unwrap();
-        assert!(
-            a.iter().all(|c| c.category != Category::Asymmetric),
-            "{a:?}"
-        );
         let cats: std::collections::BTreeSet<_> = a.iter().map(|c| c.category).collect();
-        assert_eq!(cats.len(), 5, "seed {seed}: {a:?}");
+        assert_eq!(cats.len(), 6, "seed {seed}: {a:?}");
+        for c in &a {
+            let parsed = crate::shapes::Parser::at(&c.entry, 0, "e").value().unwrap();
+            let dims: Vec<i64> = entry::flatten(&parsed)
+                .iter()
+                .filter_map(|v| v.as_int())
+                .collect();
+            let cubic = dims.iter().all(|&d| d == dims[0]);
+            // Only an asymmetric configuration leaves the cube, and it says which tie it
+            // breaks; every other category keeps the dimensions equal.
+            assert_eq!(c.breaks_tie.is_some(), !cubic, "{c:?}");
+            if !cubic {
+                assert_eq!(c.category, Category::Asymmetric, "{c:?}");
+                assert_eq!(
+                    c.breaks_tie.as_deref(),
+                    Some("#0 = #1 = #2 in every visible configuration")
+                );
+            }
+            // Held to the rules less the tie, it breaks none of them; the same entry
+            // without its mark breaks the tie, and a mark on another category is refused.
+            assert!(violations(&cube, &Hints::default(), c).is_empty(), "{c:?}");
+            if !cubic {
+                let unmarked = UnseenConfig {
+                    breaks_tie: None,
+                    ..c.clone()
+                };
+                assert!(!violations(&cube, &Hints::default(), &unmarked).is_empty());
+                let other = UnseenConfig {
+                    category: Category::ScaleUp,
+                    ..c.clone()
+                };
+                assert!(
+                    violations(&cube, &Hints::default(), &other)[0].contains("only an asymmetric")
+                );
+            }
+        }
+        assert!(
+            a.iter().any(|c| c.breaks_tie.is_some()),
+            "seed {seed}: {a:?}"
+        );
     }
-    // Two dimensions that differ somewhere leave room, and get it.
+    // Dimensions that differ somewhere are no cube: what stays tied stays equal in every
+    // category, and nothing says it breaks a tie.
     let two = visible("TEST_SHAPES = [(4, 4, 8), (16, 16, 16)]\n");
-    assert!(no_room(&two, &Hints::default()).is_empty());
     let a = generate("d", &two, GenOptions::default()).unwrap();
     assert!(
         a.iter().any(|c| c.category == Category::Asymmetric),
         "{a:?}"
     );
+    assert!(a.iter().all(|c| c.breaks_tie.is_none()), "{a:?}");
+    for c in &a {
+        assert!(violations(&two, &Hints::default(), c).is_empty(), "{c:?}");
+    }
 }

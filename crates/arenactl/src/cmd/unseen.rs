@@ -4,10 +4,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use anyhow::Context;
-use arena_task::hidden::{
-    find_declaration, verify_set, write_set_with, Manifest, SkipKind, Skipped, TaskUnseen,
-};
-use arena_task::unseen::{no_room, Category, GenOptions, CATEGORIES};
+use arena_task::hidden::{verify_set, write_set_with, Manifest, SkipKind, Skipped, TaskUnseen};
+use arena_task::unseen::{GenOptions, CATEGORIES};
 use arena_task::{discover_all, Task};
 
 use super::{print_json, Outcome};
@@ -60,14 +58,7 @@ fn generate(args: UnseenGenerateArgs) -> anyhow::Result<Outcome> {
         Some(lock) => super::unseen_probe::probed_set(&loaded, refused, opts, lock, &args)?,
         None => write_set_with(&loaded, refused, opts, out)?,
     };
-    let room: BTreeMap<String, Vec<(Category, String)>> = loaded
-        .iter()
-        .filter_map(|t| {
-            let d = find_declaration(t).ok()?;
-            Some((t.id.to_string(), no_room(&d.entries, &d.hints)))
-        })
-        .collect();
-    let cov = coverage(&m, out, found.len(), &room)?;
+    let cov = coverage(&m, out, found.len())?;
     for s in &m.skipped {
         eprintln!("warning: {}: skipped: {}", s.task_id, s.reason);
     }
@@ -86,7 +77,7 @@ fn generate(args: UnseenGenerateArgs) -> anyhow::Result<Outcome> {
         println!(
             "coverage: {} of {} tasks have a set ({} declare no shapes, {} declare them only \
              where the agent writes, {} could not be read, generated or run); {} of {} sets \
-             cover all {} categories, {} every category their rules leave room for",
+             cover all {} categories",
             cov.with_set,
             cov.tasks,
             cov.no_declaration,
@@ -95,16 +86,16 @@ fn generate(args: UnseenGenerateArgs) -> anyhow::Result<Outcome> {
             cov.all_categories,
             cov.with_set,
             CATEGORIES.len(),
-            cov.all_with_room
         );
         for (task, missing) in &cov.missing {
-            for m in missing {
-                println!(
-                    "  {task}: no {}: {}",
-                    m.category,
-                    m.no_room.as_deref().unwrap_or("not made (room was left)")
-                );
-            }
+            println!("  {task}: no {}", missing.join(", "));
+        }
+        if cov.breaks_tie > 0 {
+            println!(
+                "{} asymmetric configurations break a tie every visible configuration has (a \
+                 cube): `--probe` keeps each only where the original kernel passes it",
+                cov.breaks_tie
+            );
         }
         if let Some(p) = &m.probe {
             let probed: usize = p.tasks.iter().map(|t| t.probed).sum();
@@ -134,44 +125,29 @@ struct Coverage {
     agent_owned: usize,
     failed: usize,
     all_categories: usize,
-    /// Sets lacking no category but those their rules leave no room for.
-    all_with_room: usize,
     categories: BTreeMap<String, Vec<&'static str>>,
-    /// The categories each set lacks, and why where its rules leave no room.
-    missing: BTreeMap<String, Vec<Missing>>,
+    /// The categories each set lacks (a probe drops what the original fails; a budget can
+    /// leave a category without a configuration that fits).
+    missing: BTreeMap<String, Vec<&'static str>>,
+    /// Configurations that break a cube's tie (`breaks_tie`).
+    breaks_tie: usize,
 }
 
-#[derive(serde::Serialize)]
-struct Missing {
-    category: &'static str,
-    /// Why the rules leave no room for it; None where they do and none was made.
-    no_room: Option<String>,
-}
-
-fn coverage(
-    m: &Manifest,
-    out: &Path,
-    tasks: usize,
-    room: &BTreeMap<String, Vec<(Category, String)>>,
-) -> anyhow::Result<Coverage> {
+fn coverage(m: &Manifest, out: &Path, tasks: usize) -> anyhow::Result<Coverage> {
     let mut categories = BTreeMap::new();
     let mut missing = BTreeMap::new();
+    let mut breaks_tie = 0;
     for f in &m.files {
         let p = out.join(&f.file);
         let u: TaskUnseen = serde_json::from_slice(
             &std::fs::read(&p).with_context(|| format!("reading {}", p.display()))?,
         )?;
         let cats: BTreeSet<&'static str> = u.configs.iter().map(|c| c.category.as_str()).collect();
-        let lacks: Vec<Missing> = CATEGORIES
+        breaks_tie += u.configs.iter().filter(|c| c.breaks_tie.is_some()).count();
+        let lacks: Vec<&'static str> = CATEGORIES
             .iter()
-            .filter(|c| !cats.contains(c.as_str()))
-            .map(|c| Missing {
-                category: c.as_str(),
-                no_room: room
-                    .get(&f.task_id)
-                    .and_then(|r| r.iter().find(|(rc, _)| rc == c))
-                    .map(|(_, why)| why.clone()),
-            })
+            .map(|c| c.as_str())
+            .filter(|c| !cats.contains(c))
             .collect();
         if !lacks.is_empty() {
             missing.insert(f.task_id.clone(), lacks);
@@ -198,12 +174,8 @@ fn coverage(
             .values()
             .filter(|c: &&Vec<&str>| c.len() == CATEGORIES.len())
             .count(),
-        all_with_room: m.files.len()
-            - missing
-                .values()
-                .filter(|l| l.iter().any(|x| x.no_room.is_none()))
-                .count(),
         categories,
         missing,
+        breaks_tie,
     })
 }
