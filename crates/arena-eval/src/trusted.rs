@@ -25,6 +25,10 @@ pub const KERNELS: &str = "/arena/kernel";
 pub const SCRATCH: &str = "/scratch";
 /// The task's hidden unseen configurations (root-only), in unseen evaluations.
 pub const HIDDEN: &str = "/arena/hidden/task.json";
+/// A warm evaluator's directory (root-only): its socket, where the runner connects.
+pub const CTL: &str = "/arena/ctl";
+/// The warm evaluator's socket, in [`CTL`].
+pub const SOCKET: &str = "evaluator.sock";
 
 /// A kernel process: its role and the user it runs as.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -53,6 +57,7 @@ macro_rules! files {
 
 files!(
     "child.py",
+    "clean.py",
     "data.py",
     "evaluate.py",
     "floor.py",
@@ -62,6 +67,7 @@ files!(
     "jail.py",
     "kernel.py",
     "measure.py",
+    "serve.py",
     "wire.py",
 );
 
@@ -160,8 +166,22 @@ pub struct Job {
     pub quiet_kernels: bool,
     /// Environment variables the kernel processes get from the container's (GPU selection).
     pub pass_env: Vec<String>,
-    /// Seconds after which the evaluator stops everything and ends, whoever is watching.
+    /// Whether the container has a GPU: a harness that runs on several devices (DEVICES)
+    /// is evaluated on the GPU where there is one, else on the CPU.
+    pub accelerator: bool,
+    /// Seconds after which the evaluator stops everything and ends, whoever is watching (a
+    /// warm evaluator: each evaluation's default deadline).
     pub deadline_s: u64,
+    /// A warm evaluator (serve.py): the socket it listens on for the runner's requests.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub serve: Option<String>,
+    /// A warm evaluator: how long it waits for the runner to connect.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub connect_s: Option<u64>,
+    /// A warm evaluator: the roles whose scratch outlives an evaluation (the original's
+    /// compile caches); every other role's is emptied after each.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub keep_scratch: Vec<&'static str>,
 }
 
 impl Job {
@@ -219,6 +239,10 @@ impl Job {
                 "NVIDIA_VISIBLE_DEVICES".into(),
             ],
             deadline_s: timeouts.total(),
+            accelerator: true,
+            serve: None,
+            connect_s: None,
+            keep_scratch: Vec::new(),
         }
     }
 }

@@ -108,7 +108,7 @@ fn harness(p: &Problem) -> String {
     format!(
         "#!/usr/bin/env python3\n\"\"\"Trusted harness of KernelBench problem {id} (written by \
          `arenactl task import kernelbench`).\n\nArena's trusted evaluator imports it for its \
-         interface (SOURCE, ENTRY, TEST_SHAPES, make_inputs, reference, check, DEVICE) and runs \
+         interface (SOURCE, ENTRY, TEST_SHAPES, make_inputs, reference, check, DEVICES) and runs \
          `ModelNew` in a process of its own; `python3 {HARNESS} compile|correctness|performance` \
          runs the gates in one process, for the agent's own checks.\n\"\"\"\n\
          PROBLEM = {problem_literal}\n\

@@ -61,10 +61,17 @@ pub struct Provenance {
     pub harness: Digest,
     /// The manifest of the task image the evaluators ran.
     pub image: Digest,
-    /// The manifest of the image the agent ran in.
-    pub agent_image: Digest,
-    /// The agent file.
-    pub agent: Digest,
+    /// The manifest of the image the agent ran in (absent where no agent ran: an evaluation
+    /// of candidate files through the Evaluate API).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_image: Option<Digest>,
+    /// The agent file (absent where no agent ran).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<Digest>,
+    /// The candidate files an Evaluate request handed in, as evaluated (arena-runner's
+    /// `evaluate::candidate::digest`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub candidate: Option<Digest>,
     /// The lockfile of the run.
     pub lockfile: Digest,
     /// arena's trusted evaluator code, where it measured.

@@ -18,6 +18,13 @@ pub struct Gpu {
     pub devices: Vec<String>,
 }
 
+impl Gpu {
+    /// Whether a device comes with it (a CPU slot or a fake GPU brings none).
+    pub fn has_device(&self) -> bool {
+        !matches!(self.profile, GpuProfile::None)
+    }
+}
+
 /// Parses a `--gpus` value:
 /// - `auto`: every NVIDIA or AMD GPU found under `/dev`; one CPU slot if none;
 /// - `none` or `cpu:N`: N slots (default 1) without devices, for CPU tasks;

@@ -10,6 +10,7 @@ pub mod client_paths;
 pub mod device_state;
 pub mod engine;
 pub mod error;
+pub mod evaluate;
 pub mod gpus;
 pub mod policy;
 pub mod resources;

@@ -63,9 +63,26 @@ impl GpuPool {
 }
 
 /// A GPU taken out of the pool, returned when dropped.
-struct Lease {
+pub struct Lease {
     pool: Arc<GpuPool>,
     gpu: Option<Gpu>,
+}
+
+impl Lease {
+    pub fn gpu(&self) -> &Gpu {
+        self.gpu
+            .as_ref()
+            .expect("a lease holds its GPU until dropped")
+    }
+
+    /// Names what now holds the GPU (ListGpus shows it).
+    pub fn relabel(&self, holder: &str) {
+        self.pool
+            .busy
+            .lock()
+            .unwrap()
+            .insert(self.gpu().index, holder.to_string());
+    }
 }
 
 impl Drop for Lease {
@@ -73,6 +90,31 @@ impl Drop for Lease {
         if let Some(g) = self.gpu.take() {
             self.pool.release(g);
         }
+    }
+}
+
+impl GpuPool {
+    /// Waits for a free GPU (in line with the runs' task runs) and holds it for `holder`
+    /// until the lease is dropped.
+    pub async fn lease(self: &Arc<Self>, holder: &str) -> Lease {
+        let gpu = self.acquire(holder).await;
+        Lease {
+            pool: self.clone(),
+            gpu: Some(gpu),
+        }
+    }
+
+    /// A free GPU now, if there is one and nobody is waiting for one.
+    pub fn try_lease(self: &Arc<Self>, holder: &str) -> Option<Lease> {
+        let gpu = self.free_rx.try_lock().ok()?.try_recv().ok()?;
+        self.busy
+            .lock()
+            .unwrap()
+            .insert(gpu.index, holder.to_string());
+        Some(Lease {
+            pool: self.clone(),
+            gpu: Some(gpu),
+        })
     }
 }
 

@@ -9,8 +9,9 @@ use std::sync::Arc;
 
 use arena_proto::v1::runner_server::Runner;
 use arena_proto::v1::{
-    CancelRunRequest, EvaluateUnseenRequest, GetRunRequest, Gpu, ListGpusRequest, ListGpusResponse,
-    RunEvent, RunState, RunStatus, SubmitRunRequest, SubmitRunResponse, WatchRunRequest,
+    CancelRunRequest, EvaluateRequest, EvaluateResponse, EvaluateUnseenRequest, GetRunRequest, Gpu,
+    ListGpusRequest, ListGpusResponse, RunEvent, RunState, RunStatus, SubmitRunRequest,
+    SubmitRunResponse, WatchRunRequest,
 };
 use tokio_stream::Stream;
 use tonic::{Request, Response, Status};
@@ -22,6 +23,7 @@ use crate::auth::caller;
 use crate::client_paths::Access;
 use crate::engine::{Engine, RunHandle};
 use crate::error::RunnerError;
+use crate::evaluate::{EvalError, EvalRequest};
 
 pub struct RunnerService {
     pub engine: Arc<Engine>,
@@ -97,6 +99,33 @@ pub fn run_status(h: &RunHandle) -> RunStatus {
         results_json: results,
         error: error.unwrap_or_default(),
     }
+}
+
+fn eval_status(e: EvalError) -> Status {
+    match e {
+        EvalError::Invalid(m) => Status::invalid_argument(m),
+        EvalError::Precondition(m) => Status::failed_precondition(m),
+        EvalError::Busy(m) => Status::resource_exhausted(m),
+        EvalError::Deadline(m) => Status::deadline_exceeded(m),
+        EvalError::Internal(m) => Status::internal(m),
+    }
+}
+
+/// The call's own deadline (gRPC's `grpc-timeout` header: digits and a unit, H M S m u n).
+pub fn grpc_timeout(meta: &tonic::metadata::MetadataMap) -> Option<std::time::Duration> {
+    let v = meta.get("grpc-timeout")?.to_str().ok()?;
+    let (digits, unit) = v.split_at(v.len().checked_sub(1)?);
+    let n: u64 = digits.parse().ok()?;
+    use std::time::Duration as D;
+    Some(match unit {
+        "H" => D::from_secs(n.saturating_mul(3600)),
+        "M" => D::from_secs(n.saturating_mul(60)),
+        "S" => D::from_secs(n),
+        "m" => D::from_millis(n),
+        "u" => D::from_micros(n),
+        "n" => D::from_nanos(n),
+        _ => return None,
+    })
 }
 
 type EventStream = Pin<Box<dyn Stream<Item = Result<RunEvent, Status>> + Send>>;
@@ -235,6 +264,50 @@ impl Runner for RunnerService {
             h.cancel();
         }
         Ok(Response::new(run_status(&h)))
+    }
+
+    async fn evaluate(
+        &self,
+        req: Request<EvaluateRequest>,
+    ) -> Result<Response<EvaluateResponse>, Status> {
+        let who = caller(&req)?;
+        let call_timeout = grpc_timeout(req.metadata());
+        let r = req.into_inner();
+        let lock = PathBuf::from(&r.image_lock);
+        self.engine
+            .policy
+            .check_paths(Some(&who), &[("image_lock", &lock, Access::Read)])
+            .map_err(status_of)?;
+        let asked =
+            (r.timeout_ms > 0).then(|| std::time::Duration::from_millis(r.timeout_ms.into()));
+        let timeout = match (asked, call_timeout) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        let evaluator = self
+            .engine
+            .evaluator()
+            .map_err(|e| Status::internal(format!("the Evaluate API's directory: {e}")))?;
+        let reply = evaluator
+            .evaluate(EvalRequest {
+                image_lock: lock,
+                task: r.task,
+                files: r.files.into_iter().collect(),
+                request_id: r.request_id.clone(),
+                timeout,
+            })
+            .await
+            .map_err(eval_status)?;
+        let result_json =
+            serde_json::to_string(&reply.result).map_err(|e| Status::internal(e.to_string()))?;
+        Ok(Response::new(EvaluateResponse {
+            request_id: r.request_id,
+            evaluation_id: reply.evaluation_id,
+            result_json,
+            queue_ms: reply.queue.as_secs_f64() * 1000.0,
+            evaluate_ms: reply.evaluate.as_secs_f64() * 1000.0,
+            warm: reply.warm,
+        }))
     }
 
     async fn list_gpus(

@@ -6,10 +6,12 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
+mod eval;
 mod image;
 mod listen;
 mod report;
 mod task;
+pub use eval::{EvalArgs, EvalPoolArgs};
 pub use image::{ImageCommand, RegistryArgs};
 pub use listen::Listen;
 pub use report::{CompareArgs, CompareFormat, ReportArgs, ReportFormat};
@@ -63,6 +65,10 @@ pub enum Command {
     /// The runner daemon (gRPC) that carries out runs on this machine's GPUs.
     #[command(subcommand)]
     Runner(RunnerCommand),
+    /// Evaluate one candidate of one task through a runner's Evaluate API: the candidate
+    /// phase of a run (the same evaluator, gates, result record and trust), from warm
+    /// evaluators; prints its gates, speedup and score.
+    Eval(Box<EvalArgs>),
     /// Stop a run on Slurm: scancel every live job of the run in RUN_DIR (its state stays
     /// for a resume with the same `arenactl run`).
     Cancel {
@@ -406,6 +412,8 @@ pub enum RunnerCommand {
         /// A directory token callers may name paths below (repeatable).
         #[arg(long = "client-root", value_name = "DIR")]
         client_roots: Vec<PathBuf>,
+        #[command(flatten)]
+        eval: EvalPoolArgs,
         #[command(flatten)]
         runner: RunnerArgs,
     },

@@ -67,6 +67,7 @@ fn main() -> ExitCode {
         Command::Unseen(u) => cmd::unseen::run(u),
         Command::Run(r) => cmd::run::run(r),
         Command::Runner(r) => cmd::runner::run(r),
+        Command::Eval(e) => cmd::eval::run(*e),
         Command::Cancel { run_dir, out } => cmd::slurm::cancel(&run_dir, out.json),
         Command::Gc {
             containerd,

@@ -51,6 +51,9 @@ class CpuData:
     def forget(self, kernel):
         """Nothing to give back: a CPU kernel's window is the one mapping, remade per batch."""
 
+    def end_session(self):
+        """Nothing is shared with kernel processes past their evaluation."""
+
     def flush(self):
         """Writes one byte of every cache line of a buffer twice the last-level cache: what
         either kernel's batch finds in the cache is what it brings in itself."""

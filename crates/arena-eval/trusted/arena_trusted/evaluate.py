@@ -5,6 +5,9 @@ kernel processes as other users and to stop them). It reads the task's trusted h
 private copy the kernel processes cannot read), makes inputs from a secret seed, times the
 kernel processes from outside, checks every output with its own reference, and writes the
 gates' verdicts and reports where only it can write. See docs/trusted-evaluation.md.
+
+With `serve` in the job it is a warm evaluator (the runner's Evaluate API, serve.py): it
+evaluates one request after another, each with fresh kernel processes and a new secret seed.
 """
 import ast
 import json
@@ -54,6 +57,21 @@ def child_env(job, role):
     return env
 
 
+def make_data(job, harness):
+    if harness.device == "cuda":
+        from gpu import GpuData  # noqa: E402
+
+        return GpuData(job)
+    return CpuData()
+
+
+def new_record(harness=None):
+    record = {"mode": "trusted", "python": platform.python_version(), "warnings": [], "gate_s": {}}
+    if harness is not None:
+        record["device"] = harness.device
+    return record
+
+
 def unseen(s, kernels, out, gates, record):
     """Both kernels on the hidden configurations: each configuration judged for each kernel on
     its own; times, paired, where both pass them all. Errors name configurations by index."""
@@ -88,49 +106,37 @@ def _deadline(signum, frame):
     raise Deadline("the evaluator's deadline passed")
 
 
-def main(job_path):
-    with open(job_path) as f:
-        job = json.load(f)
-    # The container's own limit holds even if nobody outside is left to enforce it.
-    signal.signal(signal.SIGALRM, _deadline)
-    signal.alarm(int(job.get("deadline_s", 3600)))
-    out = job["out"]
-    gates = open(os.path.join(out, "gates"), "w", buffering=1)
-    record = {"mode": "trusted", "python": platform.python_version(), "warnings": [], "gate_s": {}}
+def run_gates(job, harness, data, configs, hidden, roles, out, gates, record):
+    """One evaluation of `roles` (the last is the one the gates judge), in fresh kernel
+    processes and with a new secret seed: compile, correctness, performance (or, with
+    `unseen` in the job, every hidden configuration for each kernel). Reports go to `out`,
+    each gate's exit code to `gates`. The kernel processes are gone when it returns."""
+    secret = os.urandom(32)
+    # Written out only at the end, when no kernel process runs any more: then the inputs can
+    # be made again by whoever wants to check.
+    record["seed"] = secret.hex()
     kernels = []
+
+    def start():
+        for role in roles:
+            k = Kernel(role, job, child_env(job, role))
+            k.source = os.path.join(job["kernels"][role], harness.source)
+            k.source_rel = harness.source
+            k.freeze()
+            kernels.append(k)
+
+    def restart():
+        """Fresh processes of both kernels, loaded and run once (a performance session)."""
+        for k in kernels:
+            k.close()
+        kernels.clear()
+        start()
+        ok, rep = s.compile(kernels)
+        if not ok:
+            raise KernelFailed(rep["error"])
+        return list(kernels)
+
     try:
-        harness = Harness(job["harness"])
-        configs, hidden = configs_of(job, harness)
-        secret = os.urandom(32)
-        # Written out only at the end, when no kernel process runs any more: then the inputs
-        # can be made again by whoever wants to check.
-        record["seed"] = secret.hex()
-        record["device"] = harness.device
-        if harness.device == "cuda":
-            from gpu import GpuData  # noqa: E402
-
-            data = GpuData(job)
-        else:
-            data = CpuData()
-        def start():
-            for role in job["roles"]:
-                k = Kernel(role, job, child_env(job, role))
-                k.source = os.path.join(job["kernels"][role], harness.source)
-                k.source_rel = harness.source
-                k.freeze()
-                kernels.append(k)
-
-        def restart():
-            """Fresh processes of both kernels, loaded and run once (a performance session)."""
-            for k in kernels:
-                k.close()
-            kernels.clear()
-            start()
-            ok, rep = s.compile(kernels)
-            if not ok:
-                raise KernelFailed(rep["error"])
-            return list(kernels)
-
         start()
         s = Session(harness, data, configs, secret, job, hidden)
         if job.get("unseen"):
@@ -154,6 +160,19 @@ def main(job_path):
             write_json(out, "performance_report.json", cases)
             gates.write(f"performance {0 if ok else 1}\n")
         record["warnings"] = s.warnings
+    finally:
+        for k in kernels:
+            k.close()
+
+
+def evaluate_into(job, harness, data, configs, hidden, roles, out, record):
+    """run_gates with its verdicts in `out/gates`: an evaluation that cannot be carried out
+    (a kernel that fails to start, the deadline, the evaluator's own error) is `setup 96`
+    with the reason in the record, which is written to `out/evaluator.json` whatever
+    happened."""
+    gates = open(os.path.join(out, "gates"), "w", buffering=1)
+    try:
+        run_gates(job, harness, data, configs, hidden, roles, out, gates, record)
     except (KernelFailed, Deadline) as e:
         record["error"] = str(e)
         gates.write("setup 96\n")
@@ -161,10 +180,34 @@ def main(job_path):
         record["error"] = traceback.format_exc()[-4000:]
         gates.write("setup 96\n")
     finally:
-        for k in kernels:
-            k.close()
-        write_json(out, "evaluator.json", record)
         gates.close()
+        write_json(out, "evaluator.json", record)
+
+
+def main(job_path):
+    with open(job_path) as f:
+        job = json.load(f)
+    signal.signal(signal.SIGALRM, _deadline)
+    if job.get("serve"):
+        import serve  # noqa: E402
+
+        return serve.serve(job)
+    # The container's own limit holds even if nobody outside is left to enforce it.
+    signal.alarm(int(job.get("deadline_s", 3600)))
+    out = job["out"]
+    record = new_record()
+    try:
+        harness = Harness(job["harness"], job.get("accelerator", True))
+        record["device"] = harness.device
+        configs, hidden = configs_of(job, harness)
+        data = make_data(job, harness)
+    except Exception:
+        record["error"] = traceback.format_exc()[-4000:]
+        with open(os.path.join(out, "gates"), "w") as gates:
+            gates.write("setup 96\n")
+        write_json(out, "evaluator.json", record)
+        return
+    evaluate_into(job, harness, data, configs, hidden, job["roles"], out, record)
 
 
 if __name__ == "__main__":

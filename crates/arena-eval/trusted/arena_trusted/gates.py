@@ -28,6 +28,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import jail  # noqa: E402
+from clean import CLEANER, leftovers  # noqa: E402
 
 REPORT_CAP = 4 << 20
 CAPTURE_CAP = 1 << 20
@@ -38,95 +39,6 @@ GATE_REPORTS = ("compile_report.json", "correctness_report.json", "performance_r
 PERF_ELSEWHERE = ("performance_report.json", "build/perf_report.json", "perf_report.json",
                   "perf/benchmark_results.json")
 ALL_REPORTS = tuple(f"build/{n}" for n in GATE_REPORTS) + PERF_ELSEWHERE
-SHARED_TMP = ("/tmp", "/dev/shm")
-
-# Run as a kernel's user after each of its steps: its reports (copied by then), whatever it
-# left in the shared temporary directories (its own directories made writable first, so that a
-# mode cannot keep their contents), and its System V IPC objects (shared memory would stay
-# charged to the container's memory). It can only remove what that user may; gates.py then
-# checks that nothing of the user is left (`leftovers`).
-CLEANER = r"""
-import os, shutil, sys
-uid = os.getuid()
-
-def writable(func, path, exc):
-    try:
-        os.chmod(os.path.dirname(path), 0o700)
-        os.chmod(path, 0o700) if os.path.isdir(path) and not os.path.islink(path) else None
-        func(path)
-    except OSError:
-        pass
-
-def remove(p):
-    try:
-        if os.path.isdir(p) and not os.path.islink(p):
-            os.chmod(p, 0o700)
-            shutil.rmtree(p, onerror=writable)
-        else:
-            os.unlink(p)
-    except (OSError, RecursionError):
-        pass
-
-for rel in sys.argv[2:]:
-    remove(os.path.join(sys.argv[1], rel))
-for d in ("/tmp", "/dev/shm"):
-    try:
-        names = os.listdir(d)
-    except OSError:
-        continue
-    for n in names:
-        p = os.path.join(d, n)
-        try:
-            if os.lstat(p).st_uid == uid:
-                remove(p)
-        except OSError:
-            pass
-try:
-    import ctypes
-    libc = ctypes.CDLL(None, use_errno=True)
-    ctls = (("shm", libc.shmctl), ("msg", libc.msgctl), ("sem", libc.semctl))
-except (ImportError, OSError):
-    ctls = ()  # no ctypes in the image: root's check below still finds what is left
-for kind, ctl in ctls:
-    try:
-        lines = open("/proc/sysvipc/" + kind).read().split("\n")
-    except OSError:
-        continue
-    head = lines[0].split()
-    for line in lines[1:]:
-        f = line.split()
-        if len(f) == len(head) and int(f[head.index("uid")]) == uid:
-            ident = int(f[1])
-            ctl(ident, 0, 0) if kind == "sem" else ctl(ident, 0, None)
-"""
-
-
-def leftovers(uid):
-    """What of `uid` is left in the shared places after its clean-up (root looks)."""
-    left = []
-    for d in SHARED_TMP:
-        try:
-            names = os.listdir(d)
-        except OSError:
-            continue
-        for n in names:
-            try:
-                if os.lstat(os.path.join(d, n)).st_uid == uid:
-                    left.append(os.path.join(d, n))
-            except OSError:
-                pass
-    for kind in ("shm", "msg", "sem"):
-        try:
-            with open(f"/proc/sysvipc/{kind}") as f:
-                lines = f.read().split("\n")
-        except OSError:
-            continue
-        head = lines[0].split()
-        for line in lines[1:]:
-            fields = line.split()
-            if len(fields) == len(head) and "uid" in head and int(fields[head.index("uid")]) == uid:
-                left.append(f"sysv {kind} {fields[1]}")
-    return left
 
 
 def open_beneath(root, rel, flags):

@@ -312,6 +312,18 @@ class GpuData:
             self._free(st["pools"], st["handles"])
         torch.cuda.empty_cache()
 
+    def end_session(self):
+        """The kernel processes of an evaluation are gone (a warm evaluator's next one gets
+        new ones): their input pools and the mappings of their outputs go too, so the next
+        evaluation starts as the first did."""
+        for st in self.state.values():
+            self._free(st["pools"], st["handles"])
+        self.state = {}
+        for p in self.opened.values():
+            self.cu.close(p)
+        self.opened = {}
+        torch.cuda.empty_cache()
+
     def _free(self, pools, handles):
         # A freed pool's handle must not map to its address any more: the address may come
         # back as another allocation (a reference output), and a kernel handing the old

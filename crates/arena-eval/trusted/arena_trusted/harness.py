@@ -5,7 +5,9 @@ then each call's first argument is the JSON of {"args", "seed", ...} that the ke
 builds one instance from, per distinct value: child.Instances), TEST_SHAPES (the visible
 configurations), make_inputs(config, seed) (the call's arguments, a tuple), reference(*args)
 (the right output) and optionally check(got, want) (raises AssertionError; default: equality)
-and DEVICE ("cpu" or "cuda"). Only the evaluator imports it; kernel processes cannot read it.
+and DEVICE ("cpu" or "cuda"), or DEVICES, the devices it runs on in the order preferred: the
+evaluator then picks the GPU where its container has one, else the CPU, and sets DEVICE in the
+module. Only the evaluator imports it; kernel processes cannot read it.
 """
 import importlib.util
 import os
@@ -42,8 +44,25 @@ def default_check(got, want):
     raise AssertionError("output differs from the reference")
 
 
+def pick_device(m, path, accelerator):
+    """The device the task runs on here: DEVICE, or the first of DEVICES this evaluator has
+    (a GPU where `accelerator`), which is then set as the module's DEVICE."""
+    devices = getattr(m, "DEVICES", None)
+    if devices is None:
+        return getattr(m, "DEVICE", "cpu")
+    have = ["cuda", "cpu"] if accelerator else ["cpu"]
+    for d in devices:
+        if d in have:
+            m.DEVICE = d
+            return d
+    raise ValueError(
+        f"{path}: the task runs on {', '.join(devices)}, and this evaluator has "
+        f"{'a GPU and a CPU' if accelerator else 'no GPU'}"
+    )
+
+
 class Harness:
-    def __init__(self, path):
+    def __init__(self, path, accelerator=True):
         sys.path.insert(0, os.path.dirname(path))
         spec = importlib.util.spec_from_file_location("arena_task_harness", path)
         m = importlib.util.module_from_spec(spec)
@@ -57,7 +76,7 @@ class Harness:
         self.shapes = list(m.TEST_SHAPES)
         self.make_inputs = m.make_inputs
         self.reference = m.reference
-        self.device = getattr(m, "DEVICE", "cpu")
+        self.device = pick_device(m, path, accelerator)
         default = default_check
         if self.device == "cuda":
             default = tensor_check(getattr(m, "ATOL", 1e-5), getattr(m, "RTOL", 1e-5))

@@ -9,13 +9,14 @@ import array
 import json
 import os
 import struct
+import sys
 
 MAX_MESSAGE = 1 << 20
 MAX_DEPTH = 16
 MAX_ITEMS = 1 << 26
 
 # Tags of the codec.
-NONE, FALSE, TRUE, INT, BIG, FLOAT, STR, BYTES, LIST, TUPLE, INTS, FLOATS, ARRAY = b"NftiIrsBLTADa"
+NONE, FALSE, TRUE, INT, BIG, FLOAT, STR, BYTES, LIST, TUPLE, INTS, FLOATS, ARRAY, TENSOR = b"NftiIrsBLTADaX"
 # Typecodes of array.array that cross as they are (fixed sizes on every Linux arena runs on).
 ARRAY_CODES = "bBhHiIlLqQfd"
 
@@ -60,7 +61,8 @@ def recv(fd):
 
 
 def encode(obj, out=None, depth=0):
-    """Appends the encoding of `obj` (None, bool, int, float, str, bytes, list, tuple) to `out`."""
+    """Appends the encoding of `obj` (None, bool, int, float, str, bytes, list, tuple, a CPU
+    tensor) to `out`."""
     if out is None:
         out = bytearray()
     if depth > MAX_DEPTH:
@@ -92,9 +94,63 @@ def encode(obj, out=None, depth=0):
         out += obj.typecode.encode() + struct.pack("<Q", len(obj)) + obj.tobytes()
     elif isinstance(obj, (list, tuple)):
         _encode_seq(obj, out, depth)
+    elif _is_tensor(obj):
+        _encode_tensor(obj, out)
     else:
         raise WireError(f"cannot send a {type(obj).__name__}")
     return out
+
+
+# Tensors (CPU ones: a GPU kernel's data never crosses here) by element type, shape and raw
+# bytes; only these element types.
+TENSOR_DTYPES = ("float32", "float64", "float16", "bfloat16", "int8", "uint8", "int16",
+                 "int32", "int64", "bool")
+
+
+def _is_tensor(obj):
+    torch = sys.modules.get("torch")  # only where torch is in use: nothing is imported here
+    return torch is not None and isinstance(obj, torch.Tensor)
+
+
+def _encode_tensor(t, out):
+    torch = sys.modules["torch"]
+    if t.device.type != "cpu":
+        raise WireError(f"a tensor on {t.device} on the CPU path")
+    name = str(t.dtype).replace("torch.", "")
+    if name not in TENSOR_DTYPES:
+        raise WireError(f"cannot send a {name} tensor")
+    flat = t.detach().contiguous().reshape(-1)
+    raw = flat.view(torch.uint8).numpy().tobytes() if flat.numel() else b""
+    out.append(TENSOR)
+    out += struct.pack("<B", len(name)) + name.encode() + struct.pack("<B", t.dim())
+    out += b"".join(struct.pack("<Q", n) for n in t.shape)
+    out += struct.pack("<Q", len(raw)) + raw
+
+
+def _decode_tensor(take):
+    import torch
+
+    (k,) = struct.unpack("<B", take(1))
+    name = take(k).decode(errors="replace")
+    if name not in TENSOR_DTYPES:
+        raise WireError("bad tensor type")
+    dtype = getattr(torch, name)
+    (dims,) = struct.unpack("<B", take(1))
+    if dims > 16:
+        raise WireError("too many dimensions")
+    shape = [struct.unpack("<Q", take(8))[0] for _ in range(dims)]
+    count = 1
+    for n in shape:
+        count *= n
+    if count > MAX_ITEMS:
+        raise WireError("too many items")
+    (nbytes,) = struct.unpack("<Q", take(8))
+    if nbytes != count * torch.empty((), dtype=dtype).element_size():
+        raise WireError("tensor size does not match its shape")
+    if count == 0:
+        return torch.empty(shape, dtype=dtype)
+    raw = bytearray(take(nbytes))
+    return torch.frombuffer(raw, dtype=torch.uint8).view(dtype).reshape(shape)
 
 
 def _encode_seq(obj, out, depth):
@@ -170,6 +226,8 @@ def decode(buf, pos=0, depth=0):
         a = array.array(code)
         a.frombytes(take(a.itemsize * n))
         return a, pos
+    if tag == TENSOR:
+        return _decode_tensor(take), pos
     if tag in (LIST, TUPLE):
         (n,) = struct.unpack("<Q", take(8))
         if n > MAX_ITEMS:

@@ -146,7 +146,13 @@ fn reasons_digests_logs_and_escaping() {
         "only the page's own script"
     );
     let p = results[0].provenance.as_ref().unwrap();
-    for d in [&p.task, &p.harness, &p.image, &p.agent, &p.lockfile] {
+    for d in [
+        &p.task,
+        &p.harness,
+        &p.image,
+        p.agent.as_ref().unwrap(),
+        &p.lockfile,
+    ] {
         assert!(html.contains(d.as_str()), "{d}");
     }
     assert!(html

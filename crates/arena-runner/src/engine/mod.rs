@@ -27,6 +27,7 @@ use tracing::Instrument;
 pub use exec::ExecRequest;
 
 use crate::error::{Result, RunnerError};
+use crate::evaluate::{EvalSettings, Evaluator};
 use crate::gpus::Gpu;
 use crate::policy::Policy;
 use crate::resources::Resources;
@@ -42,6 +43,8 @@ pub struct Engine {
     pub policy: Policy,
     pub resources: Resources,
     runs: Mutex<HashMap<String, Arc<RunHandle>>>,
+    eval_settings: EvalSettings,
+    evaluator: std::sync::OnceLock<Arc<Evaluator>>,
 }
 
 /// A run the engine knows: its events, its state, how to cancel it.
@@ -123,6 +126,37 @@ impl Engine {
             policy,
             resources: Resources::default(),
             runs: Mutex::new(HashMap::new()),
+            eval_settings: EvalSettings::default(),
+            evaluator: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// The same engine, its Evaluate API set up as `s` says.
+    pub fn with_eval_settings(mut self, s: EvalSettings) -> Engine {
+        self.eval_settings = s;
+        self
+    }
+
+    /// The Evaluate API's evaluator (made on first use, with warm evaluators on this engine's
+    /// container engine and GPUs).
+    pub fn evaluator(&self) -> std::io::Result<Arc<Evaluator>> {
+        if let Some(e) = self.evaluator.get() {
+            return Ok(e.clone());
+        }
+        let e = Arc::new(Evaluator::containerd(
+            self.rt.clone(),
+            self.store.clone(),
+            self.resources.clone(),
+            self.pool.clone(),
+            self.eval_settings.clone(),
+        )?);
+        Ok(self.evaluator.get_or_init(|| e).clone())
+    }
+
+    /// Stops the Evaluate API's idle evaluators (a runner that ends).
+    pub async fn shutdown(&self) {
+        if let Some(e) = self.evaluator.get() {
+            e.shutdown().await;
         }
     }
 

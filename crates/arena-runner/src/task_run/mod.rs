@@ -43,7 +43,9 @@ use tracing::Instrument;
 use crate::error::{Result, RunnerError};
 use crate::gpus::Gpu;
 
+pub(crate) use baseline::unusable;
 pub use image::image_env;
+pub(crate) use trusted::{copy_sources, evaluator_config, read_record, EvaluatorDir};
 
 /// Releases what a task run may still hold on the host (its workspace's file system), as
 /// an interrupted attempt or a failed one leaves it; then its directory can go.

@@ -118,8 +118,9 @@ impl TaskRun<'_> {
             )?,
             harness: arena_task::harness_digest(&self.task.dir, &self.task.agent_files)?,
             image: self.image.manifest.clone(),
-            agent_image: agent_image.manifest.clone(),
-            agent: digest("agent digest", &ctx.agent.digest)?,
+            agent_image: Some(agent_image.manifest.clone()),
+            agent: Some(digest("agent digest", &ctx.agent.digest)?),
+            candidate: None,
             lockfile: digest("lockfile digest", &ctx.record.lock_digest)?,
             evaluator: self
                 .trusted_harness()

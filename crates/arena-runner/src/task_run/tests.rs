@@ -264,16 +264,18 @@ async fn the_result_names_every_digest_and_where_the_time_went() {
     let rec = lock.task_image(TASKS[0]).unwrap();
     assert_eq!(Some(p.task.to_string()), rec.task_digest);
     assert_eq!(p.image, rec.manifest);
-    assert_eq!(p.agent_image, rec.manifest);
+    assert_eq!(p.agent_image, Some(rec.manifest.clone()));
     assert_eq!(
         p.lockfile,
         arena_digest::Digest::of_file(&f.lock_path).unwrap().0
     );
     assert_eq!(
         p.agent,
-        arena_digest::Digest::of_file(&f.root().join("agents/fast.toml"))
-            .unwrap()
-            .0
+        Some(
+            arena_digest::Digest::of_file(&f.root().join("agents/fast.toml"))
+                .unwrap()
+                .0
+        )
     );
     assert_eq!(
         p.harness,

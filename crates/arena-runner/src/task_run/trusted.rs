@@ -14,7 +14,7 @@ use arena_eval::sources::StagedSource;
 use arena_eval::trusted::{self, Job, Role, BASELINE, CANDIDATE};
 use arena_eval::untrusted::read_text_beneath;
 use arena_eval::GateTimeouts;
-use arena_runtime::{ContainerConfig, Network, RunOutcome, Tmpfs};
+use arena_runtime::{BindMount, ContainerConfig, Network, RunOutcome, Tmpfs};
 
 use super::agent::copy_task_tree;
 use super::{bind, TaskRun};
@@ -48,30 +48,130 @@ fn mode(p: &Path, m: u32) -> Result<()> {
     std::fs::set_permissions(p, std::fs::Permissions::from_mode(m)).map_err(io(p))
 }
 
+/// Copies `rels` from `from` (regular files, read beneath it) into `to`, readable by all.
+pub(crate) fn copy_sources(from: &Path, rels: &[String], to: &Path) -> Result<()> {
+    for rel in rels {
+        let rel = rel.trim_start_matches("./");
+        let bytes = arena_eval::untrusted::read_beneath(
+            from,
+            Path::new(rel),
+            arena_eval::sources::SOURCE_CAP,
+        )
+        .map_err(|why| RunnerError::Other(format!("{}: {rel}: {why}", from.display())))?;
+        let dest = to.join(rel);
+        if let Some(p) = dest.parent() {
+            std::fs::create_dir_all(p).map_err(io(p))?;
+        }
+        std::fs::write(&dest, bytes).map_err(io(&dest))?;
+        mode(&dest, 0o444)?;
+    }
+    Ok(())
+}
+
+/// An evaluator's directory on the host: arena's evaluator code, a private copy of the task
+/// (its harness and reference: root only), the original's sources under `kernel/<uid>`, and
+/// the reports' directory (root only). What else an evaluator needs (the job, the agent's
+/// sources, a hidden set, a socket) its caller adds.
+pub(crate) struct EvaluatorDir {
+    pub code: PathBuf,
+    pub harness: PathBuf,
+    pub kernels: PathBuf,
+    pub out: PathBuf,
+}
+
+impl EvaluatorDir {
+    pub(crate) fn prepare(task: &arena_task::Task, dir: &Path) -> Result<EvaluatorDir> {
+        let _ = std::fs::remove_dir_all(dir);
+        std::fs::create_dir_all(dir).map_err(io(dir))?;
+        let code = dir.join("trusted");
+        trusted::install(&code).map_err(io(&code))?;
+        // The harness: a private copy (root only), from the task tree the lockfile pins.
+        let harness = dir.join("harness");
+        copy_task_tree(&task.dir, &harness.join("task"))?;
+        mode(&harness, 0o700)?;
+        let kernels = dir.join("kernel");
+        copy_sources(
+            &task.dir,
+            &task.agent_files,
+            &kernels.join(BASELINE.uid.to_string()),
+        )?;
+        let out = dir.join("out");
+        std::fs::create_dir_all(&out).map_err(io(&out))?;
+        mode(&out, 0o700)?;
+        Ok(EvaluatorDir {
+            code,
+            harness,
+            kernels,
+            out,
+        })
+    }
+
+    /// The binds every evaluator of this directory gets (code, harness, kernels read-only;
+    /// the reports' directory writable).
+    pub(crate) fn binds(&self) -> Vec<BindMount> {
+        vec![
+            bind(&self.code, trusted::DIR, true),
+            bind(&self.harness, trusted::HARNESS_ROOT, true),
+            bind(&self.kernels, trusted::KERNELS, true),
+            bind(&self.out, OUT_DIR, false),
+        ]
+    }
+
+    /// Writes `job` where the evaluator reads it (root only), bound read-only.
+    pub(crate) fn job(&self, dir: &Path, job: &Job) -> Result<BindMount> {
+        let job_file = dir.join("job.json");
+        let text = serde_json::to_vec_pretty(job).map_err(|e| RunnerError::Other(e.to_string()))?;
+        std::fs::write(&job_file, text).map_err(io(&job_file))?;
+        mode(&job_file, 0o400)?;
+        Ok(bind(&job_file, trusted::JOB, true))
+    }
+}
+
+/// The evaluator container: arena's evaluator as its first process (root with only the
+/// capabilities to start and stop other users' processes), on a read-only root, no network,
+/// the image's `/task` hidden behind an empty file system, a sized scratch per kernel user.
+pub(crate) fn evaluator_config(
+    image_env: &[String],
+    devices: arena_runtime::DeviceGrant,
+    binds: Vec<BindMount>,
+    limits: arena_runtime::Limits,
+    roles: &[Role],
+) -> ContainerConfig {
+    let evaluate = format!("{}/evaluate.py", trusted::DIR);
+    let mut cfg = ContainerConfig::command(&["python3", "-I", "-B", &evaluate, trusted::JOB]);
+    cfg.env = arena_runtime::spec::merge_env(image_env);
+    cfg.cwd = "/".into();
+    cfg.network = Network::None;
+    cfg.devices = devices;
+    cfg.binds = binds;
+    cfg.readonly_rootfs = true;
+    cfg.limits = limits;
+    cfg.seccomp = arena_runtime::seccomp::Profile::Evaluator;
+    cfg.capabilities = vec!["CAP_SETUID".into(), "CAP_SETGID".into(), "CAP_KILL".into()];
+    // The image's task (harness and reference included) is hidden from the kernels.
+    cfg.tmpfs.push(Tmpfs {
+        destination: arena_eval::layout::TASK_ROOT.into(),
+        bytes: 64 << 10,
+        mode: 0o755,
+        uid: 0,
+        gid: 0,
+    });
+    for role in roles {
+        cfg.tmpfs.push(Tmpfs {
+            destination: format!("{}/{}", trusted::SCRATCH, role.uid),
+            bytes: SCRATCH_BYTES,
+            mode: 0o700,
+            uid: role.uid,
+            gid: role.uid,
+        });
+    }
+    cfg
+}
+
 impl TaskRun<'_> {
     /// The task's trusted harness, if it has one.
     pub(crate) fn trusted_harness(&self) -> Option<&str> {
         self.task.config.trusted_harness.as_deref()
-    }
-
-    /// Copies `rels` from `from` (regular files, read beneath it) into `to`, readable by all.
-    fn kernel_dir(&self, from: &Path, rels: &[String], to: &Path) -> Result<()> {
-        for rel in rels {
-            let rel = rel.trim_start_matches("./");
-            let bytes = arena_eval::untrusted::read_beneath(
-                from,
-                Path::new(rel),
-                arena_eval::sources::SOURCE_CAP,
-            )
-            .map_err(|why| RunnerError::Other(format!("{}: {rel}: {why}", from.display())))?;
-            let dest = to.join(rel);
-            if let Some(p) = dest.parent() {
-                std::fs::create_dir_all(p).map_err(io(p))?;
-            }
-            std::fs::write(&dest, bytes).map_err(io(&dest))?;
-            mode(&dest, 0o444)?;
-        }
-        Ok(())
     }
 
     pub(crate) async fn trusted(&self, r: TrustedRun<'_>) -> Result<TrustedOut> {
@@ -80,21 +180,7 @@ impl TaskRun<'_> {
             .trusted_harness()
             .ok_or_else(|| RunnerError::Other("the task has no trusted harness".into()))?;
         let dir = ctx.rundir.item_dir(self.item).join(r.phase);
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).map_err(io(&dir))?;
-        let code = dir.join("trusted");
-        trusted::install(&code).map_err(io(&code))?;
-        // The harness: a private copy (root only), from the task tree the lockfile pins.
-        let harness = dir.join("harness");
-        copy_task_tree(&self.task.dir, &harness.join("task"))?;
-        mode(&harness, 0o700)?;
-        let kernels = dir.join("kernel");
-        let sources = &self.task.agent_files;
-        self.kernel_dir(
-            &self.task.dir,
-            sources,
-            &kernels.join(BASELINE.uid.to_string()),
-        )?;
+        let ed = EvaluatorDir::prepare(self.task, &dir)?;
         if let Some(staged) = r.candidate {
             // Each staged file is `<stage>/<rel>`: the stage is that many levels up.
             let stage_root = staged
@@ -107,11 +193,12 @@ impl TaskRun<'_> {
                 })
                 .unwrap_or_default();
             let rels: Vec<String> = staged.iter().map(|s| s.rel.clone()).collect();
-            self.kernel_dir(&stage_root, &rels, &kernels.join(CANDIDATE.uid.to_string()))?;
+            copy_sources(
+                &stage_root,
+                &rels,
+                &ed.kernels.join(CANDIDATE.uid.to_string()),
+            )?;
         }
-        let out = dir.join("out");
-        std::fs::create_dir_all(&out).map_err(io(&out))?;
-        mode(&out, 0o700)?;
         let timeouts = GateTimeouts::for_task(&self.task.config);
         let devices = self
             .gpu
@@ -124,12 +211,8 @@ impl TaskRun<'_> {
             &timeouts,
             devices.additional_gids.clone(),
         );
-        let mut binds = vec![
-            bind(&code, trusted::DIR, true),
-            bind(&harness, trusted::HARNESS_ROOT, true),
-            bind(&kernels, trusted::KERNELS, true),
-            bind(&out, OUT_DIR, false),
-        ];
+        job.accelerator = self.gpu.has_device();
+        let mut binds = ed.binds();
         if let Some(h) = r.hidden {
             // A private copy only root may read: the kernel processes cannot open it.
             let copy = dir.join("hidden.json");
@@ -140,49 +223,13 @@ impl TaskRun<'_> {
             job.unseen = true;
             job.quiet_kernels = true;
         }
-        let job_file = dir.join("job.json");
-        let text =
-            serde_json::to_vec_pretty(&job).map_err(|e| RunnerError::Other(e.to_string()))?;
-        std::fs::write(&job_file, text).map_err(io(&job_file))?;
-        mode(&job_file, 0o400)?;
-        binds.push(bind(&job_file, trusted::JOB, true));
-
-        let evaluate = format!("{}/evaluate.py", trusted::DIR);
-        let mut cfg = ContainerConfig::command(&["python3", "-I", "-B", &evaluate, trusted::JOB]);
-        cfg.env = arena_runtime::spec::merge_env(&self.env);
-        cfg.cwd = "/".into();
-        cfg.network = Network::None;
-        cfg.devices = devices;
-        cfg.binds = binds;
-        cfg.readonly_rootfs = true;
-        cfg.limits = self.limits();
-        cfg.seccomp = arena_runtime::seccomp::Profile::Evaluator;
-        cfg.capabilities = vec!["CAP_SETUID".into(), "CAP_SETGID".into(), "CAP_KILL".into()];
-        // The image's task (harness and reference included) is hidden from the kernels.
-        cfg.tmpfs.push(Tmpfs {
-            destination: arena_eval::layout::TASK_ROOT.into(),
-            bytes: 64 << 10,
-            mode: 0o755,
-            uid: 0,
-            gid: 0,
-        });
-        for role in r.roles {
-            cfg.tmpfs.push(Tmpfs {
-                destination: format!("{}/{}", trusted::SCRATCH, role.uid),
-                bytes: SCRATCH_BYTES,
-                mode: 0o700,
-                uid: role.uid,
-                gid: role.uid,
-            });
-        }
+        binds.push(ed.job(&dir, &job)?);
+        let cfg = evaluator_config(&self.env, devices, binds, self.limits(), r.roles);
         let outcome = ctx
             .container(self.item, r.phase, &self.image, cfg, timeouts.total())
             .await?;
-        let record: serde_json::Value =
-            read_text_beneath(&out, Path::new("evaluator.json"), 1 << 20)
-                .ok()
-                .and_then(|t| serde_json::from_str(&t).ok())
-                .unwrap_or_default();
+        let out = ed.out;
+        let record = read_record(&out);
         if let Some(e) = record.get("error").and_then(|e| e.as_str()) {
             return Err(RunnerError::Other(format!(
                 "{}: arena's evaluator could not evaluate ({}): {}",
@@ -205,4 +252,13 @@ impl TaskRun<'_> {
             record,
         })
     }
+}
+
+/// The evaluator's own record in its reports' directory (its seed, warnings, gate times, or
+/// why it could not evaluate); null where it wrote none.
+pub(crate) fn read_record(out: &Path) -> serde_json::Value {
+    read_text_beneath(out, Path::new("evaluator.json"), 1 << 20)
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .unwrap_or_default()
 }

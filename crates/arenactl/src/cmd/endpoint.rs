@@ -9,76 +9,21 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::{bail, Context};
-use arena_proto::v1::runner_client::RunnerClient;
 use arena_runner::{Authenticator, Engine, RunnerService, Tokens};
-use tonic::metadata::MetadataValue;
-use tonic::service::interceptor::InterceptedService;
-use tonic::transport::{Channel, Endpoint};
 
 use crate::cli::Listen;
 
-/// Adds the caller's bearer token (if any) to every request.
-#[derive(Clone)]
-pub struct Bearer(Option<MetadataValue<tonic::metadata::Ascii>>);
-
-impl tonic::service::Interceptor for Bearer {
-    fn call(&mut self, mut req: tonic::Request<()>) -> Result<tonic::Request<()>, tonic::Status> {
-        if let Some(v) = &self.0 {
-            req.metadata_mut().insert("authorization", v.clone());
-        }
-        Ok(req)
-    }
-}
-
-pub type Client = RunnerClient<InterceptedService<Channel, Bearer>>;
+pub use arena_client::Client;
 
 /// The token file of a client: the flag, else `ARENA_RUNNER_TOKEN_FILE`.
 pub fn token_file(flag: &Option<PathBuf>) -> Option<PathBuf> {
-    flag.clone()
-        .or_else(|| std::env::var_os("ARENA_RUNNER_TOKEN_FILE").map(PathBuf::from))
+    arena_client::token_file(flag.as_deref())
 }
 
 /// A client of the runner at `addr`: `unix:PATH`, or `http://HOST:PORT` with the token in
-/// `token_file`.
+/// `token_file` (arena-client's).
 pub async fn client(addr: &str, token_file: Option<&Path>) -> anyhow::Result<Client> {
-    let bearer =
-        match token_file {
-            Some(f) => {
-                let t = std::fs::read_to_string(f)
-                    .with_context(|| format!("reading the token file {}", f.display()))?;
-                let t = t.trim();
-                if t.is_empty() || t.contains(char::is_whitespace) {
-                    bail!("{}: expected one token and nothing else", f.display());
-                }
-                Some(format!("Bearer {t}").parse().with_context(|| {
-                    format!("{}: the token is not printable ASCII", f.display())
-                })?)
-            }
-            None => None,
-        };
-    let channel = if let Some(path) = addr.strip_prefix("unix:") {
-        let path = PathBuf::from(path.trim_start_matches("//"));
-        // The URI is a placeholder: every connection goes to the socket.
-        Endpoint::try_from("http://runner.invalid")?
-            .connect_with_connector(tower::service_fn(move |_| {
-                let path = path.clone();
-                async move {
-                    let s = tokio::net::UnixStream::connect(&path).await?;
-                    Ok::<_, std::io::Error>(hyper_util::rt::TokioIo::new(s))
-                }
-            }))
-            .await
-    } else {
-        if bearer.is_none() {
-            bail!(
-                "{addr}: a runner over TCP needs a bearer token: --token-file FILE (or \
-                 ARENA_RUNNER_TOKEN_FILE); a runner on this machine: --runner unix:PATH"
-            );
-        }
-        Endpoint::try_from(addr.to_string())?.connect().await
-    }
-    .with_context(|| format!("connecting to the runner at {addr}"))?;
-    Ok(RunnerClient::with_interceptor(channel, Bearer(bearer)))
+    Ok(arena_client::connect(addr, token_file).await?)
 }
 
 /// Binds a unix socket at `path`, readable and writable by its owner and `group` only (a

@@ -1,6 +1,7 @@
 pub mod bundle;
 pub mod containerd;
 pub mod endpoint;
+pub mod eval;
 pub mod image;
 pub mod import;
 pub mod materialize;

@@ -19,7 +19,7 @@ pub async fn local_engine(
     args: &RunnerArgs,
     extra_roots: &[std::path::PathBuf],
 ) -> anyhow::Result<Arc<Engine>> {
-    local_engine_for(args, extra_roots, Vec::new(), &[]).await
+    local_engine_for(args, extra_roots, Vec::new(), &[], Default::default()).await
 }
 
 /// As [`local_engine`], serving callers: `admins` act on every run, token callers name paths
@@ -29,6 +29,7 @@ pub async fn local_engine_for(
     extra_roots: &[std::path::PathBuf],
     admins: Vec<String>,
     client_roots: &[std::path::PathBuf],
+    eval: arena_runner::evaluate::EvalSettings,
 ) -> anyhow::Result<Arc<Engine>> {
     let gpus = arena_runner::parse_gpus(&args.gpus)?;
     let visible = [
@@ -58,7 +59,8 @@ pub async fn local_engine_for(
             vec![args.agents_dir.clone()],
             policy,
         )
-        .with_resources(resources),
+        .with_resources(resources)
+        .with_eval_settings(eval),
     ))
 }
 
@@ -70,6 +72,7 @@ pub fn run(cmd: RunnerCommand) -> anyhow::Result<Outcome> {
             socket_group,
             admins,
             client_roots,
+            eval,
             runner,
         } => runtime()?.block_on(async {
             let tokens = token_file
@@ -81,7 +84,7 @@ pub fn run(cmd: RunnerCommand) -> anyhow::Result<Outcome> {
             let mut all = vec!["uid:0".to_string(), arena_runner::auth::uid_identity(own_uid())];
             all.extend(admins);
             all.dedup();
-            let engine = local_engine_for(&runner, &[], all, &client_roots).await?;
+            let engine = local_engine_for(&runner, &[], all, &client_roots, eval.settings()).await?;
             let gpus: Vec<String> = engine
                 .pool
                 .gpus()
@@ -93,10 +96,12 @@ pub fn run(cmd: RunnerCommand) -> anyhow::Result<Outcome> {
                 crate::cli::Listen::Tcp(a) => format!("{a} (bearer tokens)"),
             };
             eprintln!("arena runner on {shown}, GPUs [{}]", gpus.join(", "));
-            endpoint::serve(engine, &listen, tokens, group, async {
+            endpoint::serve(engine.clone(), &listen, tokens, group, async {
                 let _ = tokio::signal::ctrl_c().await;
             })
             .await?;
+            // Warm evaluators go with the runner: their containers are removed, not left.
+            engine.shutdown().await;
             Ok(Outcome::Ok)
         }),
         RunnerCommand::Exec {

@@ -1,0 +1,107 @@
+"""Removing what a kernel's user left in the shared places, as that user (root here has no
+capability to enter another user's directories), and checking that nothing is left.
+
+Used after each step of a self-reported task (gates.py) and after each evaluation of a warm
+evaluator (evaluate.py's serve mode): nothing one kernel process starts or leaves may be found
+by the next, whoever's it is.
+"""
+import os
+
+SHARED_TMP = ("/tmp", "/dev/shm")
+
+# Run as a kernel's user: `python3 -I -S -c CLEANER ROOT REL…` removes ROOT/REL for each REL
+# (its reports, copied by then; `*` is every entry of ROOT), whatever the user left in the
+# shared temporary directories (its own directories made writable first, so that a mode cannot
+# keep their contents), and its System V IPC objects (shared memory would stay charged to the
+# container's memory). It can only remove what that user may; the caller then checks that
+# nothing of the user is left (`leftovers`).
+CLEANER = r"""
+import os, shutil, sys
+uid = os.getuid()
+
+def writable(func, path, exc):
+    try:
+        os.chmod(os.path.dirname(path), 0o700)
+        os.chmod(path, 0o700) if os.path.isdir(path) and not os.path.islink(path) else None
+        func(path)
+    except OSError:
+        pass
+
+def remove(p):
+    try:
+        if os.path.isdir(p) and not os.path.islink(p):
+            os.chmod(p, 0o700)
+            shutil.rmtree(p, onerror=writable)
+        else:
+            os.unlink(p)
+    except (OSError, RecursionError):
+        pass
+
+for rel in sys.argv[2:]:
+    if rel == "*":
+        try:
+            names = os.listdir(sys.argv[1])
+        except OSError:
+            names = []
+        for n in names:
+            remove(os.path.join(sys.argv[1], n))
+    else:
+        remove(os.path.join(sys.argv[1], rel))
+for d in ("/tmp", "/dev/shm"):
+    try:
+        names = os.listdir(d)
+    except OSError:
+        continue
+    for n in names:
+        p = os.path.join(d, n)
+        try:
+            if os.lstat(p).st_uid == uid:
+                remove(p)
+        except OSError:
+            pass
+try:
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    ctls = (("shm", libc.shmctl), ("msg", libc.msgctl), ("sem", libc.semctl))
+except (ImportError, OSError):
+    ctls = ()  # no ctypes in the image: root's check below still finds what is left
+for kind, ctl in ctls:
+    try:
+        lines = open("/proc/sysvipc/" + kind).read().split("\n")
+    except OSError:
+        continue
+    head = lines[0].split()
+    for line in lines[1:]:
+        f = line.split()
+        if len(f) == len(head) and int(f[head.index("uid")]) == uid:
+            ident = int(f[1])
+            ctl(ident, 0, 0) if kind == "sem" else ctl(ident, 0, None)
+"""
+
+
+def leftovers(uid):
+    """What of `uid` is left in the shared places after its clean-up (root looks)."""
+    left = []
+    for d in SHARED_TMP:
+        try:
+            names = os.listdir(d)
+        except OSError:
+            continue
+        for n in names:
+            try:
+                if os.lstat(os.path.join(d, n)).st_uid == uid:
+                    left.append(os.path.join(d, n))
+            except OSError:
+                pass
+    for kind in ("shm", "msg", "sem"):
+        try:
+            with open(f"/proc/sysvipc/{kind}") as f:
+                lines = f.read().split("\n")
+        except OSError:
+            continue
+        head = lines[0].split()
+        for line in lines[1:]:
+            fields = line.split()
+            if len(fields) == len(head) and "uid" in head and int(fields[head.index("uid")]) == uid:
+                left.append(f"sysv {kind} {fields[1]}")
+    return left

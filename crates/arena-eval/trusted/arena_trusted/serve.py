@@ -1,0 +1,166 @@
+"""A warm evaluator: the trusted side of the runner's Evaluate API, kept alive between
+evaluations of one task so that they cost the evaluation and not a container, a Python start,
+the harness's imports and the device's set-up.
+
+evaluate.py runs it when the job names a socket (`serve`): it loads the harness and the
+device's data once, listens on the socket (in a directory only root may enter), takes one
+connection (the runner's) and answers its requests in order, until the runner says `exit` or
+goes away. Each `evaluate` request is one evaluation as a run's evaluator makes it: fresh kernel
+processes, a new secret seed, fresh inputs for every call, reports under `out/<id>/`. After each,
+every process of its kernels' users is killed, the device memory shared with them is freed, and
+what they left in the shared /tmp and /dev/shm, their System V IPC objects and (for users not
+named in `keep_scratch`) their scratch are removed as those users; if anything of them is left,
+the evaluator says so (`retire`) and ends after its answer (the runner starts a fresh one): it
+could not vouch for the next evaluation.
+"""
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+import traceback
+
+import evaluate as ev
+import jail
+import wire
+from clean import CLEANER, leftovers
+from harness import Harness
+
+# A request's id becomes a directory name: nothing but these.
+ID = re.compile(r"^[0-9a-z][0-9a-z-]{0,63}$")
+
+
+def listen(path, wait_s):
+    """The socket the runner connects to, readable by root alone (the kernels' users cannot
+    enter its directory either); the first connection, or None if none comes in `wait_s`."""
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.bind(path)
+    os.chmod(path, 0o600)
+    sock.listen(1)
+    sock.settimeout(wait_s)
+    try:
+        conn, _ = sock.accept()
+    except socket.timeout:
+        return None
+    finally:
+        sock.close()
+    conn.settimeout(None)
+    return conn
+
+
+def empty_fs(path):
+    """Whether the file system at `path` (a kernel's scratch: a tmpfs of its own, which root
+    here may not list) holds nothing but its root directory."""
+    try:
+        st = os.statvfs(path)
+    except OSError:
+        return False
+    return st.f_files - st.f_ffree <= 1
+
+
+def tidy(job, data, roles):
+    """After an evaluation: the device memory shared with its kernel processes, then every
+    trace of their users (each user's cleaner at once). Returns what of them could not be
+    removed."""
+    data.end_session()
+    keep = set(job.get("keep_scratch", []))
+    cleaners = []
+    for role in roles:
+        ids = job["users"][role]
+        uid, gid = ids["uid"], ids["gid"]
+        jail.kill_all(uid)
+        rels = [] if role in keep else ["*"]
+        if not leftovers(uid) and (not rels or empty_fs(job["scratch"][role])):
+            continue  # nothing to remove: no cleaner to start
+        p = jail.spawn(
+            [sys.executable, "-I", "-S", "-c", CLEANER, job["scratch"][role], *rels],
+            uid,
+            gid,
+            job.get("groups", []),
+            {"PATH": "/usr/local/bin:/usr/bin:/bin"},
+            "/",
+            [],
+            quiet=True,
+        )
+        cleaners.append((role, uid, p))
+    left = []
+    for role, uid, p in cleaners:
+        try:
+            p.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            pass
+        jail.kill_all(uid)
+        left += [f"{role}: {x}" for x in leftovers(uid)]
+    return left
+
+
+def one(job, harness, data, configs, msg):
+    """One `evaluate` request: {"id", "roles", "deadline_s"}."""
+    rid = str(msg.get("id", ""))
+    roles = msg.get("roles")
+    if not ID.match(rid):
+        return {"ok": False, "error": f"request id {rid[:80]!r} is not [0-9a-z-]"}
+    if not isinstance(roles, list) or not roles or any(r not in job["roles"] for r in roles):
+        return {"ok": False, "error": f"roles {roles!r}: not among {job['roles']}"}
+    out = os.path.join(job["out"], rid)
+    os.mkdir(out, 0o700)
+    record = ev.new_record(harness)
+    record["warm"] = {"request": rid}
+    t0 = time.monotonic()
+    try:
+        signal.alarm(max(1, int(msg.get("deadline_s", job["deadline_s"]))))
+        try:
+            ev.evaluate_into(job, harness, data, configs, False, roles, out, record)
+        finally:
+            signal.alarm(0)
+    except ev.Deadline:
+        # Between the evaluation's own handling and the alarm's end: its report stands.
+        pass
+    t1 = time.monotonic()
+    left = tidy(job, data, roles)
+    # Where the evaluator's time went besides the gates (the runner records it).
+    times = {"evaluation_s": t1 - t0, "tidy_s": time.monotonic() - t1}
+    if left:
+        # The evaluation stands (it was judged before); the next one cannot be vouched for.
+        return {"ok": True, "id": rid, "times": times, "retire": "left after the evaluation: " + "; ".join(left[:8])}
+    return {"ok": True, "id": rid, "times": times}
+
+
+def serve(job):
+    # The deadline's exception is the one evaluate_into catches: this module's `evaluate`,
+    # not the copy that runs as __main__.
+    signal.signal(signal.SIGALRM, ev._deadline)
+    harness = Harness(job["harness"], job.get("accelerator", True))
+    configs, hidden = ev.configs_of(job, harness)
+    if hidden:
+        raise ValueError("a warm evaluator serves the visible configurations only")
+    data = ev.make_data(job, harness)
+    conn = listen(job["serve"], float(job.get("connect_s", 300)))
+    if conn is None:
+        return
+    fd = conn.fileno()
+    wire.send(fd, {"ok": True, "ready": True, "device": harness.device})
+    while True:
+        try:
+            msg = wire.recv(fd)
+        except (EOFError, wire.WireError, OSError):
+            return  # the runner went away: so does its evaluator
+        op = msg.get("op") if isinstance(msg, dict) else None
+        if op == "exit":
+            return
+        if op != "evaluate":
+            wire.send(fd, {"ok": False, "error": f"unknown op {op!r}"})
+            continue
+        try:
+            reply = one(job, harness, data, configs, msg)
+        except Exception:
+            reply = {"ok": False, "fatal": True, "error": traceback.format_exc()[-2000:]}
+        wire.send(fd, reply)
+        if reply.get("fatal") or reply.get("retire"):
+            return

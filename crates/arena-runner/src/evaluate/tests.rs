@@ -1,0 +1,408 @@
+//! The Evaluate API's line and warm evaluators, against a fake warmer whose evaluators take a
+//! set time: reuse, back-pressure, deadlines, callers that go away, GPUs shared between tasks,
+//! evaluators that retire, and candidate staging.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use arena_digest::Digest;
+use arena_eval::record::{Evaluation, GateReport, GateStatus, PerfCase};
+use arena_image::ImageRecord;
+use async_trait::async_trait;
+use tokio::time::Instant;
+
+use super::*;
+use crate::gpus::{parse_gpus, Gpu};
+
+/// What the fake evaluators did, in order: `start <task>#<n>`, `eval <task>#<n>`,
+/// `stop <task>#<n>`.
+#[derive(Default)]
+struct Log(Mutex<Vec<String>>);
+
+impl Log {
+    fn push(&self, s: String) {
+        self.0.lock().unwrap().push(s);
+    }
+    fn count(&self, prefix: &str) -> usize {
+        self.0
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|l| l.starts_with(prefix))
+            .count()
+    }
+}
+
+struct FakeWarmer {
+    log: Arc<Log>,
+    eval_ms: u64,
+    started: AtomicUsize,
+    /// Evaluations after which an evaluator says it must retire.
+    retire_after: Option<usize>,
+    fail_start: bool,
+}
+
+struct FakeWarm {
+    name: String,
+    log: Arc<Log>,
+    eval_ms: u64,
+    done: AtomicUsize,
+    retire_after: Option<usize>,
+    baseline: Baseline,
+}
+
+fn evaluation(ms: f64) -> Evaluation {
+    Evaluation::new(
+        GateReport::new(GateStatus::Ok, None),
+        GateReport::new(GateStatus::Ok, None),
+        vec![PerfCase::new("perf1", ms)],
+    )
+}
+
+#[async_trait]
+impl Warm for FakeWarm {
+    fn id(&self) -> &str {
+        &self.name
+    }
+    fn baseline(&self) -> &Baseline {
+        &self.baseline
+    }
+    async fn evaluate(&self, c: &Candidate, _: Instant) -> Result<Evaluated, EvalError> {
+        self.log.push(format!("eval {} {}", self.name, c.digest));
+        tokio::time::sleep(Duration::from_millis(self.eval_ms)).await;
+        let n = self.done.fetch_add(1, Ordering::SeqCst) + 1;
+        Ok(Evaluated {
+            evaluation: evaluation(1.0),
+            record: serde_json::json!({"seed": n}),
+            retire: self
+                .retire_after
+                .filter(|&k| n >= k)
+                .map(|_| "a process survived".to_string()),
+        })
+    }
+    async fn stop(&self) {
+        self.log.push(format!("stop {}", self.name));
+    }
+}
+
+#[async_trait]
+impl Warmer for FakeWarmer {
+    async fn start(
+        &self,
+        task: Arc<ServedTask>,
+        gpu: Gpu,
+        _: Instant,
+    ) -> Result<Arc<dyn Warm>, EvalError> {
+        if self.fail_start {
+            return Err(EvalError::Precondition("the original fails".into()));
+        }
+        let n = self.started.fetch_add(1, Ordering::SeqCst);
+        let name = format!("{}#{n}@gpu{}", task.task.id, gpu.index);
+        self.log.push(format!("start {name}"));
+        Ok(Arc::new(FakeWarm {
+            name,
+            log: self.log.clone(),
+            eval_ms: self.eval_ms,
+            done: AtomicUsize::new(0),
+            retire_after: self.retire_after,
+            baseline: Baseline {
+                evaluation: evaluation(1.0),
+                record: serde_json::json!({}),
+            },
+        }))
+    }
+}
+
+const HARNESS: &str = "SOURCE = 'source/k.py'\n";
+
+/// A trusted-harness task `id` under `root` (config, harness, kernel), served from a made-up
+/// lock.
+fn served(root: &std::path::Path, id: &str) -> Arc<ServedTask> {
+    let dir = root.join(id);
+    std::fs::create_dir_all(dir.join("source")).unwrap();
+    std::fs::create_dir_all(dir.join("scripts")).unwrap();
+    std::fs::write(
+        dir.join("config.yaml"),
+        "task_type: python2python\nsource_file_path: [source/k.py]\ntarget_kernel_functions: [k]\n\
+         compile_command: [\"python3 scripts/h.py compile\"]\n\
+         correctness_command: [\"python3 scripts/h.py correctness\"]\n\
+         performance_command: [\"python3 scripts/h.py performance\"]\n\
+         trusted_harness: scripts/h.py\n",
+    )
+    .unwrap();
+    std::fs::write(dir.join("scripts/h.py"), HARNESS).unwrap();
+    std::fs::write(dir.join("source/k.py"), "def k(x):\n    return x\n").unwrap();
+    let task = arena_task::Task::load(&dir, id).unwrap();
+    let d = Digest::of_bytes(id.as_bytes());
+    Arc::new(ServedTask {
+        key: format!("lock {id}"),
+        image: ImageRecord {
+            name: id.into(),
+            derivation: d.clone(),
+            base: "scratch".into(),
+            task: Some(id.into()),
+            task_digest: Some(d.to_string()),
+            layers: Vec::new(),
+            config: d.clone(),
+            config_size: 0,
+            manifest: d.clone(),
+            manifest_size: 0,
+        },
+        lock_path: root.join("x.lock"),
+        lock_digest: d.clone(),
+        task_digest: d,
+        task,
+    })
+}
+
+struct Setup {
+    _dir: tempfile::TempDir,
+    root: std::path::PathBuf,
+    log: Arc<Log>,
+    pool: Arc<Pool>,
+}
+
+fn setup(gpus: &str, settings: PoolSettings, eval_ms: u64, retire_after: Option<usize>) -> Setup {
+    let dir = tempfile::tempdir().unwrap();
+    let log = Arc::new(Log::default());
+    let warmer = FakeWarmer {
+        log: log.clone(),
+        eval_ms,
+        started: AtomicUsize::new(0),
+        retire_after,
+        fail_start: false,
+    };
+    let gpus = crate::scheduler::GpuPool::new(parse_gpus(gpus).unwrap());
+    Setup {
+        root: dir.path().to_path_buf(),
+        _dir: dir,
+        log,
+        pool: Pool::new(Arc::new(warmer), gpus, settings),
+    }
+}
+
+fn candidate(s: &Setup, t: &ServedTask, body: &str) -> Candidate {
+    let files = BTreeMap::from([("source/k.py".to_string(), body.as_bytes().to_vec())]);
+    candidate::stage(&t.task, files, &s.root).unwrap()
+}
+
+fn later(ms: u64) -> Instant {
+    Instant::now() + Duration::from_millis(ms)
+}
+
+#[tokio::test]
+async fn an_evaluator_stays_warm_for_the_next_request_of_its_task() {
+    let s = setup("cpu:1", PoolSettings::default(), 5, None);
+    let t = served(&s.root, "python2python/t/a");
+    let c = candidate(&s, &t, "def k(x):\n    return x\n");
+    let warm: Vec<bool> = {
+        let mut v = Vec::new();
+        for _ in 0..3 {
+            v.push(
+                s.pool
+                    .evaluate(t.clone(), &c, later(5000))
+                    .await
+                    .unwrap()
+                    .warm,
+            );
+        }
+        v
+    };
+    assert_eq!(warm, [false, true, true]);
+    assert_eq!(s.log.count("start"), 1);
+    assert_eq!(s.log.count("eval"), 3);
+    assert_eq!(s.pool.idle(), 1);
+    assert_eq!(s.pool.admitted(), 0);
+}
+
+#[tokio::test]
+async fn a_full_queue_refuses_at_once_and_every_request_gets_one_answer() {
+    let settings = PoolSettings {
+        limit: 4,
+        ..Default::default()
+    };
+    let s = setup("cpu:1", settings, 50, None);
+    let t = served(&s.root, "python2python/t/a");
+    let c = Arc::new(candidate(&s, &t, "def k(x):\n    return x\n"));
+    let mut calls = tokio::task::JoinSet::new();
+    for i in 0..12 {
+        let (pool, t, c) = (s.pool.clone(), t.clone(), c.clone());
+        calls.spawn(async move { (i, pool.evaluate(t, &c, later(10_000)).await) });
+    }
+    let mut ok = Vec::new();
+    let mut busy = 0;
+    while let Some(r) = calls.join_next().await {
+        match r.unwrap() {
+            (i, Ok(served)) => ok.push((i, served.evaluated.record["seed"].clone())),
+            (_, Err(EvalError::Busy(m))) => {
+                assert!(m.contains("limit is 4"), "{m}");
+                busy += 1
+            }
+            (_, Err(e)) => panic!("{e}"),
+        }
+    }
+    assert_eq!((ok.len(), busy), (4, 8));
+    // One evaluation each, none twice: the evaluator counted 1..4.
+    let mut seeds: Vec<i64> = ok.iter().map(|(_, s)| s.as_i64().unwrap()).collect();
+    seeds.sort();
+    assert_eq!(seeds, [1, 2, 3, 4]);
+    assert_eq!(s.log.count("eval"), 4);
+    assert_eq!(s.pool.admitted(), 0);
+}
+
+#[tokio::test]
+async fn a_deadline_passed_in_the_queue_answers_deadline_exceeded() {
+    let s = setup("cpu:1", PoolSettings::default(), 300, None);
+    let t = served(&s.root, "python2python/t/a");
+    let c = Arc::new(candidate(&s, &t, "def k(x):\n    return x\n"));
+    let (p, t2, c2) = (s.pool.clone(), t.clone(), c.clone());
+    let first = tokio::spawn(async move { p.evaluate(t2, &c2, later(5000)).await });
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let e = s
+        .pool
+        .evaluate(t.clone(), &c, later(100))
+        .await
+        .err()
+        .unwrap();
+    assert!(
+        matches!(e, EvalError::Deadline(ref m) if m.contains("queued")),
+        "{e:?}"
+    );
+    assert!(first.await.unwrap().is_ok());
+    assert_eq!(s.pool.admitted(), 0);
+}
+
+#[tokio::test]
+async fn a_caller_that_goes_away_stops_its_evaluator_and_the_next_gets_a_fresh_one() {
+    let s = setup("cpu:1", PoolSettings::default(), 300, None);
+    let t = served(&s.root, "python2python/t/a");
+    let c = candidate(&s, &t, "def k(x):\n    return x\n");
+    let gone = tokio::time::timeout(
+        Duration::from_millis(100),
+        s.pool.evaluate(t.clone(), &c, later(5000)),
+    )
+    .await;
+    assert!(gone.is_err(), "the caller gave up first");
+    // The evaluator it held is stopped (in a task of its own), its GPU back.
+    for _ in 0..100 {
+        if s.log.count("stop") == 1 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert_eq!(s.log.count("stop"), 1);
+    let served = s.pool.evaluate(t.clone(), &c, later(5000)).await.unwrap();
+    assert!(
+        !served.warm,
+        "never the evaluator that may still run the other's candidate"
+    );
+    assert_eq!(s.log.count("start"), 2);
+}
+
+#[tokio::test]
+async fn one_gpu_goes_to_the_task_asked_for_and_idle_evaluators_give_it_back() {
+    let settings = PoolSettings {
+        idle: Duration::from_millis(150),
+        ..Default::default()
+    };
+    let s = setup("cpu:1", settings, 5, None);
+    let (a, b) = (
+        served(&s.root, "python2python/t/a"),
+        served(&s.root, "python2python/t/b"),
+    );
+    let (ca, cb) = (
+        candidate(&s, &a, "def k(x):\n    return x\n"),
+        candidate(&s, &b, "def k(x):\n    return x\n"),
+    );
+    s.pool.evaluate(a.clone(), &ca, later(5000)).await.unwrap();
+    // b's request takes the GPU a's idle evaluator holds: a's is stopped first.
+    s.pool.evaluate(b.clone(), &cb, later(5000)).await.unwrap();
+    let log = s.log.0.lock().unwrap().clone();
+    let stop_a = log
+        .iter()
+        .position(|l| l.starts_with("stop python2python/t/a"))
+        .unwrap();
+    let start_b = log
+        .iter()
+        .position(|l| l.starts_with("start python2python/t/b"))
+        .unwrap();
+    assert!(stop_a < start_b, "{log:?}");
+    // Idle past its time, b's evaluator goes too: the GPU is the runs' again.
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    assert_eq!(s.pool.idle(), 0);
+    assert_eq!(s.log.count("stop"), 2);
+}
+
+#[tokio::test]
+async fn an_evaluator_that_must_retire_is_not_used_again() {
+    let s = setup("cpu:1", PoolSettings::default(), 5, Some(1));
+    let t = served(&s.root, "python2python/t/a");
+    let c = candidate(&s, &t, "def k(x):\n    return x\n");
+    let first = s.pool.evaluate(t.clone(), &c, later(5000)).await.unwrap();
+    assert!(first.evaluated.retire.is_some());
+    let second = s.pool.evaluate(t.clone(), &c, later(5000)).await.unwrap();
+    assert!(!second.warm);
+    assert_eq!(s.log.count("start"), 2);
+}
+
+#[tokio::test]
+async fn a_failed_start_is_the_requests_error_and_gives_the_gpu_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let warmer = FakeWarmer {
+        log: Arc::new(Log::default()),
+        eval_ms: 1,
+        started: AtomicUsize::new(0),
+        retire_after: None,
+        fail_start: true,
+    };
+    let gpus = crate::scheduler::GpuPool::new(parse_gpus("cpu:1").unwrap());
+    let pool = Pool::new(Arc::new(warmer), gpus.clone(), PoolSettings::default());
+    let t = served(dir.path(), "python2python/t/a");
+    let files = BTreeMap::from([("source/k.py".to_string(), b"x".to_vec())]);
+    let c = candidate::stage(&t.task, files, dir.path()).unwrap();
+    for _ in 0..2 {
+        let e = pool
+            .evaluate(t.clone(), &c, later(2000))
+            .await
+            .err()
+            .unwrap();
+        assert_eq!(e, EvalError::Precondition("the original fails".into()));
+    }
+    assert_eq!(gpus.busy_with(0), None);
+}
+
+#[test]
+fn a_candidate_is_only_the_tasks_agent_files_and_its_digest_names_its_content() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = served(dir.path(), "python2python/t/a");
+    let one = |name: &str, body: &[u8]| BTreeMap::from([(name.to_string(), body.to_vec())]);
+    let e = candidate::stage(&t.task, one("scripts/h.py", b"x"), dir.path())
+        .err()
+        .unwrap();
+    assert!(
+        matches!(&e, EvalError::Invalid(m) if m.contains("`scripts/h.py` is not one of the task's agent files (source/k.py)")),
+        "{e:?}"
+    );
+    assert!(candidate::stage(&t.task, BTreeMap::new(), dir.path()).is_err());
+    let big = vec![b'#'; (arena_eval::sources::SOURCE_CAP + 1) as usize];
+    assert!(candidate::stage(&t.task, one("source/k.py", &big), dir.path()).is_err());
+    let a = candidate::stage(&t.task, one("./source/k.py", b"A"), dir.path()).unwrap();
+    let a2 = candidate::stage(&t.task, one("source/k.py", b"A"), dir.path()).unwrap();
+    let b = candidate::stage(&t.task, one("source/k.py", b"B"), dir.path()).unwrap();
+    assert_eq!(a.digest, a2.digest);
+    assert_ne!(a.digest, b.digest);
+    assert_eq!(
+        a.digest,
+        candidate_digest(&BTreeMap::from([(
+            "source/k.py".to_string(),
+            b"A".to_vec()
+        )]))
+    );
+    assert_eq!(std::fs::read(a.staged.join("source/k.py")).unwrap(), b"A");
+    // A file without a path is the task's only agent file.
+    let unnamed = candidate::stage(&t.task, one("", b"A"), dir.path()).unwrap();
+    assert_eq!(unnamed.digest, a.digest);
+    drop(a);
+}

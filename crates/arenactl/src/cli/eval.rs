@@ -1,0 +1,69 @@
+//! `arenactl eval` (one candidate through the runner's Evaluate API) and the Evaluate API's
+//! settings of `arenactl runner serve`.
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+use super::{JsonFlag, RunnerArgs};
+
+#[derive(Debug, Args)]
+pub struct EvalArgs {
+    /// The lockfile that pins the task and its image (read on the runner's machine).
+    #[arg(long, value_name = "FILE")]
+    pub image_lock: PathBuf,
+    /// The task: its id in the lockfile, or its locked digest (sha256:…).
+    #[arg(long)]
+    pub task: String,
+    /// The candidate: `PATH=FILE` (the task's agent file PATH gets FILE's content;
+    /// repeatable), or `FILE` alone where the task has one agent file. Agent files left out
+    /// are the original's.
+    #[arg(long = "candidate", required = true, value_name = "PATH=FILE")]
+    pub candidates: Vec<String>,
+    /// How long the evaluation may take, queueing included, in seconds (default: twice the
+    /// task's gate timeouts).
+    #[arg(long, value_name = "SECONDS")]
+    pub timeout: Option<f64>,
+    /// A name for the request, echoed in the answer.
+    #[arg(long, default_value = "")]
+    pub request_id: String,
+    /// A runner: unix:PATH or http://HOST:PORT (with --token-file); without it a runner
+    /// starts in-process (its evaluator is not kept warm past this command).
+    #[arg(long, value_name = "ADDR")]
+    pub runner: Option<String>,
+    /// The bearer token for a runner over TCP (a file holding it; or ARENA_RUNNER_TOKEN_FILE).
+    #[arg(long, value_name = "FILE")]
+    pub token_file: Option<PathBuf>,
+    #[command(flatten)]
+    pub local: RunnerArgs,
+    #[command(flatten)]
+    pub out: JsonFlag,
+}
+
+/// How a runner serves the Evaluate API.
+#[derive(Debug, Args, Clone)]
+pub struct EvalPoolArgs {
+    /// Evaluate requests queued or running at once; more are refused at once
+    /// (RESOURCE_EXHAUSTED).
+    #[arg(long, default_value_t = 256, value_name = "N")]
+    pub eval_queue: usize,
+    /// Seconds an idle warm evaluator keeps its GPU before it is stopped.
+    #[arg(long, default_value_t = 60.0, value_name = "SECONDS")]
+    pub eval_idle: f64,
+    /// Where warm evaluators and staged candidates live (default: a new temporary directory).
+    #[arg(long, value_name = "DIR")]
+    pub eval_dir: Option<PathBuf>,
+}
+
+impl EvalPoolArgs {
+    pub fn settings(&self) -> arena_runner::evaluate::EvalSettings {
+        arena_runner::evaluate::EvalSettings {
+            pool: arena_runner::evaluate::PoolSettings {
+                limit: self.eval_queue.max(1),
+                idle: std::time::Duration::from_secs_f64(self.eval_idle.max(0.0)),
+                ..Default::default()
+            },
+            dir: self.eval_dir.clone(),
+        }
+    }
+}

@@ -1,0 +1,408 @@
+//! The Evaluate API against a real `arenactl runner serve` and a real containerd: the
+//! adversarial suite's kernel attacks (ci/agents/adversary, each agent's script run on a copy
+//! of the task's source) get the outcome they get in runs (adversaries.rs); one candidate's
+//! leftovers never reach the next one's evaluation in the same warm evaluator; a full queue
+//! refuses at once and every request gets exactly one answer; a deadline stops an evaluation
+//! and the next request gets a fresh evaluator; a runner that ends leaves nothing in
+//! containerd. Needs root, containerd and runc.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+use arena_client::{ClientError, Evaluate, Evaluation, Runner};
+use common::daemon::*;
+use common::repo;
+
+const PREFIX_SUM: &str = "python2python/arena/prefix_sum";
+const MATMUL: &str = "python2python/arena/matmul";
+const LOCK: &str = "lockfiles/cpu.lock";
+
+/// One test at a time: they time kernels on two cores.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// A runner serving the Evaluate API on a socket in the test's directory; stopped with
+/// SIGINT (as Ctrl-C stops it) when dropped.
+struct Served {
+    child: Child,
+    addr: String,
+}
+
+impl Served {
+    fn start(d: &Daemon, extra: &[&str]) -> Served {
+        let sock = d.dir.path().join("runner.sock");
+        let child = arenactl()
+            .args(["runner", "serve", "--gpus", "cpu:1", "--listen"])
+            .arg(format!("unix:{}", sock.display()))
+            .args(["--containerd", &d.socket, "--store"])
+            .arg(store())
+            .arg("--eval-dir")
+            .arg(d.dir.path().join("eval"))
+            .args(extra)
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        let t0 = Instant::now();
+        while std::os::unix::net::UnixStream::connect(&sock).is_err() {
+            assert!(
+                t0.elapsed() < Duration::from_secs(60),
+                "the runner did not listen"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Served {
+            child,
+            addr: format!("unix:{}", sock.display()),
+        }
+    }
+
+    /// Stops the runner as Ctrl-C does and waits for it.
+    fn stop(mut self) {
+        let _ = std::process::Command::new("kill")
+            .args(["-INT", &self.child.id().to_string()])
+            .status();
+        let t0 = Instant::now();
+        while self.child.try_wait().unwrap().is_none() {
+            assert!(
+                t0.elapsed() < Duration::from_secs(60),
+                "the runner did not stop"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn rt() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+/// The task's source file after an adversary agent's script has run on a copy of it (the
+/// script appends to `/workspace/source/<kernel>.py`; run here with the workspace a temporary
+/// directory).
+fn attacked(agent: &str, task: &str) -> Vec<u8> {
+    let a =
+        arena_run::Agent::load(&repo().join(format!("ci/agents/adversary/{agent}.toml"))).unwrap();
+    assert_eq!(a.command[..2], ["sh", "-c"], "{agent}");
+    let script = &a.command[2];
+    let ws = tempfile::tempdir().unwrap();
+    let k = Path::new(task).file_name().unwrap().to_str().unwrap();
+    let src = format!("source/{k}.py");
+    std::fs::create_dir_all(ws.path().join("source")).unwrap();
+    std::fs::copy(
+        repo().join("tasks").join(task).join(&src),
+        ws.path().join(&src),
+    )
+    .unwrap();
+    let script = script.replace("/workspace", ws.path().to_str().unwrap());
+    let o = std::process::Command::new("sh")
+        .args(["-c", &script])
+        .env("ARENA_TASK_ID", task)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{agent}: {}", show(&o));
+    std::fs::read(ws.path().join(&src)).unwrap()
+}
+
+fn solution(task: &str) -> Vec<u8> {
+    let k = Path::new(task).file_name().unwrap().to_str().unwrap();
+    std::fs::read(repo().join(format!("ci/solutions/{task}/{k}.py"))).unwrap()
+}
+
+fn request(task: &str, file: Vec<u8>) -> Evaluate {
+    let k = Path::new(task).file_name().unwrap().to_str().unwrap();
+    Evaluate::new(repo().join(LOCK), task).file(format!("source/{k}.py"), file)
+}
+
+async fn eval(r: &Runner, task: &str, file: Vec<u8>) -> Evaluation {
+    r.evaluate(request(task, file)).await.unwrap()
+}
+
+/// As adversaries.rs: a kernel that changed nothing is never measured much faster.
+fn untouched(e: &Evaluation) {
+    let s = &e.score;
+    assert!(s.correct, "{}", e.result_json);
+    assert!(
+        s.speedup > 0.6 && s.speedup < 1.3,
+        "speedup {} from an untouched kernel: {}",
+        s.speedup,
+        e.result_json
+    );
+}
+
+fn fails_correctness(e: &Evaluation) {
+    assert!(e.score.compiled && !e.score.correct, "{}", e.result_json);
+    assert_eq!(e.score.score, 20.0, "{}", e.result_json);
+    assert!(
+        e.result.candidate.correctness.error.is_some(),
+        "the reason is named: {}",
+        e.result_json
+    );
+}
+
+/// A kernel that is right unless it finds what an earlier candidate left: its files in /tmp,
+/// /dev/shm or its scratch, System V segments of its user, processes of its user other than
+/// itself.
+const DETECTOR: &str = r#"
+
+def _traces():
+    import os
+    found = []
+    for d in ("/tmp", "/dev/shm", os.environ.get("HOME", "/nonexistent")):
+        try:
+            found += [os.path.join(d, n) for n in os.listdir(d) if os.lstat(os.path.join(d, n)).st_uid == os.getuid()]
+        except OSError:
+            pass
+    try:
+        for line in open("/proc/sysvipc/shm").read().split("\n")[1:]:
+            f = line.split()
+            if len(f) > 7 and int(f[7]) == os.getuid():
+                found.append("shm " + f[1])
+    except OSError:
+        pass
+    for p in os.listdir("/proc"):
+        if p.isdigit() and int(p) != os.getpid():
+            try:
+                if os.stat("/proc/" + p).st_uid == os.getuid():
+                    found.append("process " + p)
+            except OSError:
+                pass
+    return found
+
+
+_LEFT = _traces()
+_honest = prefix_sum
+
+
+def prefix_sum(xs):
+    out = _honest(xs)
+    return [v + 1 for v in out] if _LEFT else out
+"#;
+
+#[test]
+fn the_adversarial_candidates_get_the_outcomes_they_get_in_runs() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let d = Daemon::start();
+    let s = Served::start(&d, &["--eval-idle", "600"]);
+    rt().block_on(async {
+        let r = Runner::connect(&s.addr).await.unwrap();
+        // The reference solution is faster; an untouched kernel is as fast as the original.
+        let fast = eval(&r, PREFIX_SUM, solution(PREFIX_SUM)).await;
+        assert!(
+            fast.score.correct && fast.score.speedup > 1.1,
+            "{}",
+            fast.result_json
+        );
+        assert_eq!(fast.result.trust, arena_run::result::Trust::Trusted);
+        let p = fast.result.provenance.as_ref().unwrap();
+        assert!(p.candidate.is_some() && p.agent.is_none() && p.evaluator.is_some());
+        // Clocks patched, the harness and the evaluator written to: nothing changes.
+        for agent in ["timer", "harness_rewrite"] {
+            let e = eval(&r, PREFIX_SUM, attacked(agent, PREFIX_SUM)).await;
+            assert!(e.warm, "{agent}: the evaluator stays warm");
+            untouched(&e);
+        }
+        // A swapped reference, zeros, an echo, memoized or deferred outputs: correctness fails,
+        // with the reason named.
+        for agent in ["reference_swap", "zeros", "echo", "memoize", "deferred"] {
+            fails_correctness(&eval(&r, PREFIX_SUM, attacked(agent, PREFIX_SUM)).await);
+        }
+        for agent in ["zeros", "echo"] {
+            fails_correctness(&eval(&r, MATMUL, attacked(agent, MATMUL)).await);
+        }
+        // What the saboteur and the leftovers agent leave (burners, a sleeper in a session
+        // of its own, files in the scratch, /dev/shm and /tmp, zombies) is gone before the
+        // next candidate of the same warm evaluator loads: the detector finds nothing (it
+        // would answer wrong), and its speed is an untouched kernel's. (matmul's requests
+        // took the one GPU slot: prefix_sum's evaluator is a new one from here.)
+        let sab = eval(&r, PREFIX_SUM, attacked("saboteur", PREFIX_SUM)).await;
+        // Its burners slow only itself (they are stopped with it): never faster than
+        // untouched, as in runs.
+        assert!(
+            sab.score.correct && sab.score.speedup < 1.3,
+            "{}",
+            sab.result_json
+        );
+        let left = eval(&r, PREFIX_SUM, attacked("leftovers", PREFIX_SUM)).await;
+        assert!(
+            left.score.correct && left.score.speedup < 1.3,
+            "{}",
+            left.result_json
+        );
+        let mut detector = std::fs::read(
+            repo()
+                .join("tasks")
+                .join(PREFIX_SUM)
+                .join("source/prefix_sum.py"),
+        )
+        .unwrap();
+        detector.extend_from_slice(DETECTOR.as_bytes());
+        let after = eval(&r, PREFIX_SUM, detector).await;
+        assert!(
+            after.warm,
+            "the saboteur's evaluator served the next request"
+        );
+        untouched(&after);
+        // Paths that are not the task's agent files are refused, naming them.
+        let bad = r
+            .evaluate(
+                Evaluate::new(repo().join(LOCK), PREFIX_SUM)
+                    .file("scripts/task_runner.py", b"x".to_vec()),
+            )
+            .await
+            .err()
+            .unwrap();
+        assert!(
+            bad.to_string()
+                .contains("not one of the task's agent files"),
+            "{bad}"
+        );
+        let self_reported = r
+            .evaluate(request("python2python/arena/sum_squares", b"x".to_vec()))
+            .await
+            .err()
+            .unwrap();
+        assert!(
+            self_reported.to_string().contains("no trusted harness"),
+            "{self_reported}"
+        );
+    });
+    s.stop();
+    assert!(empty(&d.leftovers()), "{}", d.leftovers());
+}
+
+#[test]
+fn a_full_queue_refuses_at_once_and_every_request_gets_exactly_one_answer() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let d = Daemon::start();
+    let s = Served::start(&d, &["--eval-queue", "16"]);
+    let zeros = attacked("zeros", PREFIX_SUM);
+    let (answers, busy) = rt().block_on(async {
+        let r = Runner::connect(&s.addr).await.unwrap();
+        // A warm evaluator first, so that the line is what is measured.
+        fails_correctness(&eval(&r, PREFIX_SUM, zeros.clone()).await);
+        let mut calls = tokio::task::JoinSet::new();
+        for i in 0..120 {
+            let (r, z) = (r.clone(), zeros.clone());
+            calls.spawn(async move {
+                let req = request(PREFIX_SUM, z).request_id(format!("req-{i}"));
+                (i, r.evaluate(req).await)
+            });
+        }
+        let (mut answers, mut busy) = (Vec::new(), 0);
+        while let Some(j) = calls.join_next().await {
+            match j.unwrap() {
+                (i, Ok(e)) => answers.push((i, e)),
+                (_, Err(ClientError::Busy(m))) => {
+                    assert!(m.contains("the limit is 16"), "{m}");
+                    busy += 1;
+                }
+                (i, Err(e)) => panic!("request {i}: {e}"),
+            }
+        }
+        (answers, busy)
+    });
+    assert_eq!(answers.len() + busy, 120, "one answer per request");
+    assert!(
+        answers.len() >= 16 && busy > 0,
+        "{} answered, {busy} busy",
+        answers.len()
+    );
+    let mut ids: Vec<&str> = answers
+        .iter()
+        .map(|(_, e)| e.evaluation_id.as_str())
+        .collect();
+    ids.sort();
+    ids.dedup();
+    assert_eq!(ids.len(), answers.len(), "no evaluation answered twice");
+    for (i, e) in &answers {
+        assert_eq!(e.request_id, format!("req-{i}"));
+        fails_correctness(e);
+        // Each evaluation drew its own secret seed.
+        assert!(e.result.evaluators["candidate"]["seed"].is_string());
+    }
+    let seeds: std::collections::BTreeSet<String> = answers
+        .iter()
+        .map(|(_, e)| e.result.evaluators["candidate"]["seed"].to_string())
+        .collect();
+    assert_eq!(seeds.len(), answers.len());
+    s.stop();
+    assert!(empty(&d.leftovers()), "{}", d.leftovers());
+}
+
+#[test]
+fn a_deadline_stops_the_evaluation_and_the_next_request_gets_a_fresh_evaluator() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let d = Daemon::start();
+    let s = Served::start(&d, &[]);
+    rt().block_on(async {
+        let r = Runner::connect(&s.addr).await.unwrap();
+        let warmup = eval(&r, PREFIX_SUM, attacked("zeros", PREFIX_SUM)).await;
+        assert!(!warmup.warm);
+        // The solution's performance gate takes seconds: half a second is too little.
+        let t0 = Instant::now();
+        let e = r
+            .evaluate(request(PREFIX_SUM, solution(PREFIX_SUM)).timeout(Duration::from_millis(500)))
+            .await
+            .err()
+            .unwrap();
+        assert!(
+            matches!(&e, ClientError::Status(st) if st.code() == tonic::Code::DeadlineExceeded),
+            "{e}"
+        );
+        assert!(t0.elapsed() < Duration::from_secs(40), "{:?}", t0.elapsed());
+        let next = eval(&r, PREFIX_SUM, solution(PREFIX_SUM)).await;
+        assert!(
+            !next.warm,
+            "never the evaluator that may still run the other candidate"
+        );
+        assert!(
+            next.score.correct && next.score.speedup > 1.1,
+            "{}",
+            next.result_json
+        );
+    });
+    // The CLI: the same call, text and JSON.
+    let o = arenactl()
+        .args([
+            "eval",
+            "--runner",
+            &s.addr,
+            "--image-lock",
+            LOCK,
+            "--task",
+            PREFIX_SUM,
+            "--json",
+        ])
+        .arg("--candidate")
+        .arg(format!(
+            "source/prefix_sum.py={}",
+            solution_path(PREFIX_SUM).display()
+        ))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", show(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["correct"], true, "{v}");
+    assert_eq!(v["warm"], true, "{v}");
+    assert_eq!(v["result"]["schema"], "arena.task_result/v2");
+    s.stop();
+    assert!(empty(&d.leftovers()), "{}", d.leftovers());
+}
+
+fn solution_path(task: &str) -> PathBuf {
+    let k = Path::new(task).file_name().unwrap().to_str().unwrap();
+    repo().join(format!("ci/solutions/{task}/{k}.py"))
+}

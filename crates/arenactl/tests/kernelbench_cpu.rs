@@ -1,0 +1,202 @@
+//! KernelBench problems evaluated on the CPU, for real: four level-1 problems
+//! (ci/fixtures/kernelbench-cpu: KernelBench's files with smaller sizes) imported as tasks,
+//! locked on images/cuda-pytorch.toml (torch 2.10.0 from pinned PyPI wheels, fetched once into
+//! target/arena-wheels or $ARENA_WHEEL_DIR), and evaluated by arena's trusted evaluator in
+//! containers through the Evaluate API: the untouched ModelNew passes every gate, one that is
+//! wrong fails correctness naming the error, one that returns cached outputs fails; and one
+//! `arenactl run` of a task scores as the API does. Needs root, containerd and runc.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use arena_client::{Evaluate, Evaluation, Runner};
+use common::daemon::*;
+use common::repo;
+
+const PROBLEMS: [&str; 4] = [
+    "kernelbench/level1/1_Square_matrix_multiplication_",
+    "kernelbench/level1/25_Swish",
+    "kernelbench/level1/49_Max_reduction_over_a_dimension",
+    "kernelbench/level1/89_cumsum",
+];
+
+/// The pinned wheels of images/cuda-pytorch.toml (4.2 GB, fetched once).
+fn wheels() -> PathBuf {
+    let dir = std::env::var_os("ARENA_WHEEL_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo().join("target/arena-wheels"));
+    let recipe = repo().join("images/cuda-pytorch.toml");
+    for (script, d) in [
+        ("ci/fetch-wheels.sh", dir.clone()),
+        ("ci/fetch-debs.sh", common::debs().to_path_buf()),
+    ] {
+        let o = Command::new("bash")
+            .arg(repo().join(script))
+            .arg(&recipe)
+            .arg(&d)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{script}: {}", show(&o));
+    }
+    dir
+}
+
+/// The problems imported under `dir/tasks/kernelbench` and locked on cuda-pytorch.
+fn lock(dir: &Path, wheels: &Path, store: &Path) -> PathBuf {
+    let o = arenactl()
+        .args([
+            "task",
+            "import",
+            "kernelbench",
+            "ci/fixtures/kernelbench-cpu",
+            "--out",
+        ])
+        .arg(dir.join("tasks/kernelbench"))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", show(&o));
+    std::fs::write(
+        dir.join("sets.toml"),
+        format!(
+            "[[set]]\nname = \"kb-cpu\"\nrecipe = \"{}\"\ntasks = \"tasks\"\ntask_types = [\"kernelbench\"]\n",
+            repo().join("images/cuda-pytorch.toml").display()
+        ),
+    )
+    .unwrap();
+    let lock = dir.join("kb-cpu.lock");
+    let o = arenactl()
+        .args(["lock", "--set", "kb-cpu", "--sets"])
+        .arg(dir.join("sets.toml"))
+        .arg("--out")
+        .arg(&lock)
+        .arg("--store")
+        .arg(store)
+        .env("ARENA_WHEEL_DIR", wheels)
+        .env("ARENA_DEB_DIR", common::debs())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", show(&o));
+    lock
+}
+
+/// The task's ModelNew after a KernelBench test agent's script (ci/agents/kernelbench) has run
+/// on a copy of it.
+fn attacked(dir: &Path, agent: &str, task: &str) -> Vec<u8> {
+    let a = arena_run::Agent::load(&repo().join(format!("ci/agents/kernelbench/{agent}.toml")))
+        .unwrap();
+    let ws = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(ws.path().join("source")).unwrap();
+    std::fs::copy(
+        dir.join("tasks").join(task).join("source/model_new.py"),
+        ws.path().join("source/model_new.py"),
+    )
+    .unwrap();
+    let script = a.command[2].replace("/workspace", ws.path().to_str().unwrap());
+    let o = Command::new("sh").args(["-c", &script]).output().unwrap();
+    assert!(o.status.success(), "{agent}: {}", show(&o));
+    std::fs::read(ws.path().join("source/model_new.py")).unwrap()
+}
+
+#[test]
+fn kernelbench_problems_evaluate_on_the_cpu() {
+    let wheels = wheels();
+    let store = repo().join("target/arena-kb-store");
+    let d = Daemon::start();
+    let lockfile = lock(d.dir.path(), &wheels, &store);
+    let sock = d.dir.path().join("runner.sock");
+    let mut server = arenactl()
+        .args(["runner", "serve", "--gpus", "cpu:1", "--listen"])
+        .arg(format!("unix:{}", sock.display()))
+        .args(["--containerd", &d.socket, "--store"])
+        .arg(&store)
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let t0 = Instant::now();
+    while std::os::unix::net::UnixStream::connect(&sock).is_err() {
+        assert!(t0.elapsed() < Duration::from_secs(60));
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let tasks = d.dir.path().join("tasks");
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let outcomes: Vec<(String, &str, Evaluation)> = rt.block_on(async {
+        let r = Runner::connect(&format!("unix:{}", sock.display()))
+            .await
+            .unwrap();
+        let mut out = Vec::new();
+        for task in PROBLEMS {
+            for agent in ["untouched", "wrong", "cached"] {
+                let file = if agent == "untouched" {
+                    std::fs::read(tasks.join(task).join("source/model_new.py")).unwrap()
+                } else {
+                    attacked(d.dir.path(), agent, task)
+                };
+                let e = r
+                    .evaluate(Evaluate::new(&lockfile, task).file("source/model_new.py", file))
+                    .await
+                    .unwrap_or_else(|e| panic!("{task} {agent}: {e}"));
+                out.push((task.to_string(), agent, e));
+            }
+        }
+        out
+    });
+    let _ = Command::new("kill")
+        .args(["-INT", &server.id().to_string()])
+        .status();
+    let _ = server.wait();
+    for (task, agent, e) in &outcomes {
+        let r = &e.result;
+        assert_eq!(r.trust, arena_run::result::Trust::Trusted, "{task}");
+        assert_eq!(r.evaluators["candidate"]["device"], "cpu", "{task}");
+        match *agent {
+            "untouched" => {
+                assert!(e.score.correct, "{task}: {}", e.result_json);
+                assert!(e.score.speedup > 0.0, "{task}: {}", e.result_json);
+            }
+            _ => {
+                assert!(
+                    e.score.compiled && !e.score.correct,
+                    "{task} {agent}: {}",
+                    e.result_json
+                );
+                let why = r.candidate.correctness.error.as_deref().unwrap_or_default();
+                // KernelBench's tolerance, named with the error the wrong output made (a
+                // cached output answers another call's inputs).
+                assert!(
+                    why.contains("exceeds atol=0.01, rtol=0.01"),
+                    "{task} {agent}: {why}"
+                );
+            }
+        }
+    }
+    // The same untouched candidate through a run: baseline, agent and evaluator containers.
+    let out = d.dir.path().join("run");
+    let o = arenactl()
+        .args(["run", "--image-lock"])
+        .arg(&lockfile)
+        .args([
+            "--agent",
+            "ci/agents/noop.toml",
+            "--gpus",
+            "cpu:1",
+            "--containerd",
+            &d.socket,
+        ])
+        .arg("--store")
+        .arg(&store)
+        .arg("--out")
+        .arg(&out)
+        .args(["--tasks", PROBLEMS[1], "--json"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", show(&o));
+    let rs = results(&out);
+    let s = score(&rs[0]);
+    assert!(s.correct, "{}", rs[0]);
+    assert_eq!(rs[0]["trust"], "trusted");
+    assert!(empty(&d.leftovers()), "{}", d.leftovers());
+}
