@@ -84,6 +84,14 @@ for task in $tasks; do
     || echo "WARM FAILED $task"
   echo "TIME warm $task $(since "$t") for $warm_n: $(cat "$out/warm-$name.json")"
 done
+# KernelBench's own test agents' ModelNew of the first task (BIN_DIR/attacks/{wrong,cached}.py,
+# made from ci/agents/kernelbench/*.toml), through the API: each must fail correctness.
+first=${tasks%% *}
+for a in wrong cached; do
+  [ -f "$bin/attacks/$a.py" ] || continue
+  $arenactl eval --runner "unix:$work/runner.sock" --image-lock "$work/kb.lock" --task "$first" \
+    --candidate "source/model_new.py=$bin/attacks/$a.py" 2>&1 | sed "s/^/$a: /" || echo "$a: FAILED"
+done
 kill -INT $server; wait $server || true
 trap - EXIT
 

@@ -69,6 +69,7 @@ files!(
     "measure.py",
     "serve.py",
     "wire.py",
+    "zygote.py",
 );
 
 /// The digest of the evaluator's code: every file, by name, in name order.
@@ -182,6 +183,10 @@ pub struct Job {
     /// compile caches); every other role's is emptied after each.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub keep_scratch: Vec<&'static str>,
+    /// A warm evaluator: the roles whose kernel process outlives an evaluation that ended
+    /// well (the original's: the task's own code; only the candidate's must be new).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub keep_processes: Vec<&'static str>,
 }
 
 impl Job {
@@ -243,6 +248,7 @@ impl Job {
             serve: None,
             connect_s: None,
             keep_scratch: Vec::new(),
+            keep_processes: Vec::new(),
         }
     }
 }

@@ -12,6 +12,9 @@ ENTRY = "ModelNew"
 # container has one, else the CPU, and sets DEVICE (the command line below picks alike).
 DEVICES = ("cuda", "cpu")
 DEVICE = None
+# What every ModelNew imports first: arena's evaluator forks its kernel processes from a
+# process that has it loaded already.
+PRELOAD = ("torch",)
 # KernelBench seeds the weights alike before it builds Model and ModelNew, so that both draw
 # the same parameters; the inputs come from the evaluator's secret seed, fresh for every call.
 WEIGHT_SEED = 42

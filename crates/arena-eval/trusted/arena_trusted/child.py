@@ -6,7 +6,8 @@ output against its own reference, and stops the process between calls. This file
 the work of a kernel process; the kernel's code may replace any of it, to no gain.
 
 Arguments: the fds of the requests (length-prefixed JSON), of the replies, and of the shared
-memory where inputs are written and outputs are expected (CPU kernels).
+memory where inputs are written and outputs are expected (CPU kernels). A kernel process forked
+by the evaluator's zygote (zygote.py) runs Child(...).serve() with the same three.
 """
 import importlib.util
 import mmap
@@ -14,7 +15,6 @@ import os
 import sys
 import traceback
 
-REQ, REP, SHM = (int(a) for a in sys.argv[1:4])
 
 
 def _error(e):
@@ -58,10 +58,11 @@ class Instances:
 
 
 class Child:
-    def __init__(self):
+    def __init__(self, req, rep, shm):
         sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
         import wire  # noqa: E402  (the evaluator's own codec, read-only)
 
+        self.req, self.rep, self.shm_fd = req, rep, shm
         self.wire = wire
         self.fn = None
         self.shm = None
@@ -72,9 +73,14 @@ class Child:
     def map(self, size):
         if self.shm is not None:
             self.shm.close()
-        self.shm = mmap.mmap(SHM, size) if size else None
+        self.shm = mmap.mmap(self.shm_fd, size) if size else None
 
     def load(self, msg):
+        # A process kept between a warm evaluator's evaluations (the original's) is asked to
+        # load the same module again: what it loaded and built stays.
+        key = (msg["source"], msg["entry"], msg.get("device"))
+        if self.fn is not None and getattr(self, "loaded", None) == key:
+            return {}
         path = msg["source"]
         sys.path.insert(0, os.path.dirname(path))
         spec = importlib.util.spec_from_file_location("kernel_under_test", path)
@@ -88,6 +94,7 @@ class Child:
             import gpu  # noqa: E402
 
             self.gpu = gpu.ChildSide()
+        self.loaded = key
         return {}
 
     def run(self, msg):
@@ -155,7 +162,7 @@ class Child:
         wire = self.wire
         while True:
             try:
-                msg = wire.recv(REQ)
+                msg = wire.recv(self.req)
             except EOFError:
                 return
             op = msg.get("op")
@@ -187,9 +194,9 @@ class Child:
                 reply.setdefault("ok", "error" not in reply)
             except BaseException as e:  # the kernel's failure, reported, not fatal here
                 reply = {"ok": False, "error": _error(e)}
-            wire.send(REP, reply)
+            wire.send(self.rep, reply)
 
 
 if __name__ == "__main__":
     os.chdir(os.environ.get("HOME", "/"))
-    Child().serve()
+    Child(*(int(a) for a in sys.argv[1:4])).serve()

@@ -10,6 +10,7 @@ With `serve` in the job it is a warm evaluator (the runner's Evaluate API, serve
 evaluates one request after another, each with fresh kernel processes and a new secret seed.
 """
 import ast
+import importlib.util
 import json
 import os
 import platform
@@ -24,6 +25,7 @@ from data import CpuData  # noqa: E402
 from harness import Harness  # noqa: E402
 from kernel import Kernel, KernelFailed  # noqa: E402
 from measure import Session  # noqa: E402
+from zygote import Zygote  # noqa: E402
 
 
 def write_json(out, name, value):
@@ -55,6 +57,23 @@ def child_env(job, role):
         if k in os.environ:
             env[k] = os.environ[k]
     return env
+
+
+def zygote_for(job, harness):
+    """The zygote that forks this evaluator's kernel processes (zygote.py), with what their
+    kernels import first already loaded: the harness's PRELOAD, else PyTorch where the harness
+    imported it, and Triton too on a GPU. None where the job says to start each process
+    afresh."""
+    if not job.get("zygote", True):
+        return None
+    modules = getattr(harness.module, "PRELOAD", None)
+    if modules is None:
+        modules = [m for m in ("torch", "triton") if m in sys.modules]
+        if "torch" in modules and harness.device == "cuda" and importlib.util.find_spec("triton"):
+            modules.append("triton")
+    modules = sorted({str(m) for m in modules} - ({"triton"} if harness.device != "cuda" else set()))
+    env = {k: v for k, v in child_env(job, job["roles"][0]).items() if k not in ("HOME", "TMPDIR", "TRITON_CACHE_DIR")}
+    return Zygote(modules, env)
 
 
 def make_data(job, harness):
@@ -106,23 +125,33 @@ def _deadline(signum, frame):
     raise Deadline("the evaluator's deadline passed")
 
 
-def run_gates(job, harness, data, configs, hidden, roles, out, gates, record):
+def run_gates(job, harness, data, configs, hidden, roles, out, gates, record, zygote=None, kept=None):
     """One evaluation of `roles` (the last is the one the gates judge), in fresh kernel
-    processes and with a new secret seed: compile, correctness, performance (or, with
-    `unseen` in the job, every hidden configuration for each kernel). Reports go to `out`,
-    each gate's exit code to `gates`. The kernel processes are gone when it returns."""
+    processes (forked by `zygote` where there is one) and with a new secret seed: compile,
+    correctness, performance (or, with `unseen` in the job, every hidden configuration for
+    each kernel). Reports go to `out`, each gate's exit code to `gates`. The kernel processes
+    are gone when it returns — except those of `kept` (a warm evaluator's: role -> kernel), which
+    come from there where an earlier evaluation left one, and are left there for the next
+    when this one ends well."""
     secret = os.urandom(32)
     # Written out only at the end, when no kernel process runs any more: then the inputs can
     # be made again by whoever wants to check.
     record["seed"] = secret.hex()
     kernels = []
+    kept = {} if kept is None else kept
 
     def start():
         for role in roles:
-            k = Kernel(role, job, child_env(job, role))
-            k.source = os.path.join(job["kernels"][role], harness.source)
-            k.source_rel = harness.source
-            k.freeze()
+            k = kept.pop(role, None)
+            if k is not None and not k.alive():
+                k.close()
+                k = None
+            if k is None:
+                k = Kernel(role, job, child_env(job, role), zygote)
+                k.source = os.path.join(job["kernels"][role], harness.source)
+                k.source_rel = harness.source
+                k.freeze()
+                k.kept = role in job.get("keep_processes", [])
             kernels.append(k)
 
     def restart():
@@ -136,6 +165,7 @@ def run_gates(job, harness, data, configs, hidden, roles, out, gates, record):
             raise KernelFailed(rep["error"])
         return list(kernels)
 
+    ended_well = False
     try:
         start()
         s = Session(harness, data, configs, secret, job, hidden)
@@ -160,19 +190,23 @@ def run_gates(job, harness, data, configs, hidden, roles, out, gates, record):
             write_json(out, "performance_report.json", cases)
             gates.write(f"performance {0 if ok else 1}\n")
         record["warnings"] = s.warnings
+        ended_well = True
     finally:
         for k in kernels:
-            k.close()
+            if ended_well and getattr(k, "kept", False):
+                kept[k.role] = k
+            else:
+                k.close()
 
 
-def evaluate_into(job, harness, data, configs, hidden, roles, out, record):
+def evaluate_into(job, harness, data, configs, hidden, roles, out, record, zygote=None, kept=None):
     """run_gates with its verdicts in `out/gates`: an evaluation that cannot be carried out
     (a kernel that fails to start, the deadline, the evaluator's own error) is `setup 96`
     with the reason in the record, which is written to `out/evaluator.json` whatever
     happened."""
     gates = open(os.path.join(out, "gates"), "w", buffering=1)
     try:
-        run_gates(job, harness, data, configs, hidden, roles, out, gates, record)
+        run_gates(job, harness, data, configs, hidden, roles, out, gates, record, zygote, kept)
     except (KernelFailed, Deadline) as e:
         record["error"] = str(e)
         gates.write("setup 96\n")
@@ -196,18 +230,26 @@ def main(job_path):
     signal.alarm(int(job.get("deadline_s", 3600)))
     out = job["out"]
     record = new_record()
+    zygote = None
     try:
         harness = Harness(job["harness"], job.get("accelerator", True))
         record["device"] = harness.device
         configs, hidden = configs_of(job, harness)
         data = make_data(job, harness)
+        zygote = zygote_for(job, harness)
+        if zygote is not None:
+            record["zygote"] = {"loaded": zygote.loaded, "failed": zygote.failed}
     except Exception:
         record["error"] = traceback.format_exc()[-4000:]
         with open(os.path.join(out, "gates"), "w") as gates:
             gates.write("setup 96\n")
         write_json(out, "evaluator.json", record)
         return
-    evaluate_into(job, harness, data, configs, hidden, job["roles"], out, record)
+    try:
+        evaluate_into(job, harness, data, configs, hidden, job["roles"], out, record, zygote)
+    finally:
+        if zygote is not None:
+            zygote.close()
 
 
 if __name__ == "__main__":

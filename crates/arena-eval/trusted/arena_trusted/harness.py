@@ -7,7 +7,9 @@ configurations), make_inputs(config, seed) (the call's arguments, a tuple), refe
 (the right output) and optionally check(got, want) (raises AssertionError; default: equality)
 and DEVICE ("cpu" or "cuda"), or DEVICES, the devices it runs on in the order preferred: the
 evaluator then picks the GPU where its container has one, else the CPU, and sets DEVICE in the
-module. Only the evaluator imports it; kernel processes cannot read it.
+module; and optionally PRELOAD, the modules every kernel imports first (loaded once in the
+process kernel processes are forked from: zygote.py). Only the evaluator imports it; kernel
+processes cannot read it.
 """
 import importlib.util
 import os

@@ -38,6 +38,24 @@ def spawn(argv, uid, gid, groups, env, cwd, pass_fds, quiet=False, stdout=None, 
     )
 
 
+def wait_user(pid, uid, deadline_s=10.0):
+    """Waits until process `pid` runs as `uid` (a forked kernel process takes its user before
+    anything else); False if it does not in time or ended."""
+    end = time.monotonic() + deadline_s
+    while time.monotonic() < end:
+        try:
+            with open(f"/proc/{pid}/status") as f:
+                for line in f:
+                    if line.startswith("Uid:"):
+                        if all(int(x) == uid for x in line.split()[1:]):
+                            return True
+                        break
+        except OSError:
+            return False
+        time.sleep(0.0002)
+    return False
+
+
 def pids_of(uid):
     """Every live process of `uid` (read from /proc; a process may vanish while it is read).
     Zombies are not: they run nothing, and only their parent (or, orphaned, this process, the

@@ -19,7 +19,9 @@ class KernelFailed(Exception):
 
 
 class Kernel:
-    def __init__(self, role, job, env):
+    def __init__(self, role, job, env, zygote=None):
+        """The kernel process of `role`: forked by `zygote` where there is one (zygote.py),
+        else started afresh."""
         self.role = role
         ids = job["users"][role]
         self.uid, self.gid = ids["uid"], ids["gid"]
@@ -27,29 +29,45 @@ class Kernel:
         req_r, self.req_w = os.pipe()
         self.rep_r, rep_w = os.pipe()
         self.memfd = os.memfd_create(f"arena-{role}", 0)
-        os.set_inheritable(req_r, True)
-        os.set_inheritable(rep_w, True)
-        os.set_inheritable(self.memfd, True)
-        argv = [sys.executable, "-I", "-B", os.path.join(HERE, "child.py")]
-        argv += [str(req_r), str(rep_w), str(self.memfd)]
-        self.proc = jail.spawn(
-            argv,
-            self.uid,
-            self.gid,
-            job.get("groups", []),
-            env,
-            # The evaluator (root without DAC capabilities) cannot enter the scratch, which
-            # is the kernel user's alone: the kernel process goes there itself.
-            "/",
-            [req_r, rep_w, self.memfd],
-            quiet=bool(job.get("quiet_kernels")),
-        )
+        fds = [req_r, rep_w, self.memfd]
+        quiet = bool(job.get("quiet_kernels"))
+        self.proc = None
+        if zygote is not None:
+            pid = self.pid = zygote.spawn(self.uid, self.gid, job.get("groups", []), env, fds, quiet)
+            if not jail.wait_user(pid, self.uid):
+                raise KernelFailed(f"{self.role} kernel process did not take its user")
+        else:
+            for fd in fds:
+                os.set_inheritable(fd, True)
+            argv = [sys.executable, "-I", "-B", os.path.join(HERE, "child.py")]
+            argv += [str(fd) for fd in fds]
+            self.proc = jail.spawn(
+                argv,
+                self.uid,
+                self.gid,
+                job.get("groups", []),
+                env,
+                # The evaluator (root without DAC capabilities) cannot enter the scratch, which
+                # is the kernel user's alone: the kernel process goes there itself.
+                "/",
+                fds,
+                quiet=quiet,
+            )
+            self.pid = self.proc.pid
         os.close(req_r)
         os.close(rep_w)
         self.size = 0
         self.shm = None
         self.poison = 0
         self.frozen = False
+
+    def alive(self):
+        """Whether its process still runs, as its user (a kept process may have been ended)."""
+        try:
+            st = os.stat(f"/proc/{self.pid}")
+        except OSError:
+            return False
+        return st.st_uid == self.uid and jail._state(self.pid) not in "ZX"
 
     def freeze(self):
         if not jail.freeze(self.uid):
@@ -120,10 +138,11 @@ class Kernel:
         # Killed, not asked to exit: nothing of it needs to run again, and an interpreter's
         # own teardown (a torch process's above all) is time the next evaluation waits for.
         jail.kill_all(self.uid)
-        try:
-            self.proc.wait(timeout=5)
-        except Exception:
-            pass
+        if self.proc is not None:
+            try:
+                self.proc.wait(timeout=5)
+            except Exception:
+                pass
         for fd in (self.req_w, self.rep_r, self.memfd):
             try:
                 os.close(fd)

@@ -64,14 +64,17 @@ def empty_fs(path):
     return st.f_files - st.f_ffree <= 1
 
 
-def tidy(job, data, roles):
+def tidy(job, data, roles, kept):
     """After an evaluation: the device memory shared with its kernel processes, then every
-    trace of their users (each user's cleaner at once). Returns what of them could not be
-    removed."""
+    trace of their users (each user's cleaner at once) but those of a kept process (the
+    original's, kept for the next evaluation: its user's processes are it). Returns what of
+    them could not be removed."""
     data.end_session()
     keep = set(job.get("keep_scratch", []))
     cleaners = []
     for role in roles:
+        if role in kept:
+            continue
         ids = job["users"][role]
         uid, gid = ids["uid"], ids["gid"]
         jail.kill_all(uid)
@@ -100,7 +103,7 @@ def tidy(job, data, roles):
     return left
 
 
-def one(job, harness, data, configs, msg):
+def one(job, harness, data, configs, msg, zygote, kept):
     """One `evaluate` request: {"id", "roles", "deadline_s"}."""
     rid = str(msg.get("id", ""))
     roles = msg.get("roles")
@@ -114,16 +117,17 @@ def one(job, harness, data, configs, msg):
     record["warm"] = {"request": rid}
     t0 = time.monotonic()
     try:
-        signal.alarm(max(1, int(msg.get("deadline_s", job["deadline_s"]))))
+        # To the millisecond: a request may have less than a second left.
+        signal.setitimer(signal.ITIMER_REAL, max(0.001, float(msg.get("deadline_s", job["deadline_s"]))))
         try:
-            ev.evaluate_into(job, harness, data, configs, False, roles, out, record)
+            ev.evaluate_into(job, harness, data, configs, False, roles, out, record, zygote, kept)
         finally:
-            signal.alarm(0)
+            signal.setitimer(signal.ITIMER_REAL, 0)
     except ev.Deadline:
         # Between the evaluation's own handling and the alarm's end: its report stands.
         pass
     t1 = time.monotonic()
-    left = tidy(job, data, roles)
+    left = tidy(job, data, roles, kept)
     # Where the evaluator's time went besides the gates (the runner records it).
     times = {"evaluation_s": t1 - t0, "tidy_s": time.monotonic() - t1}
     if left:
@@ -141,11 +145,24 @@ def serve(job):
     if hidden:
         raise ValueError("a warm evaluator serves the visible configurations only")
     data = ev.make_data(job, harness)
+    zygote = ev.zygote_for(job, harness)
+    try:
+        answer(job, harness, data, configs, zygote)
+    finally:
+        if zygote is not None:
+            zygote.close()
+
+
+def answer(job, harness, data, configs, zygote):
+    """Takes the runner's connection and answers its requests until it says `exit` or goes."""
     conn = listen(job["serve"], float(job.get("connect_s", 300)))
     if conn is None:
         return
     fd = conn.fileno()
     wire.send(fd, {"ok": True, "ready": True, "device": harness.device})
+    # The kernel processes of `keep_processes` roles (the original's) left by one evaluation
+    # for the next: role -> kernel.
+    kept = {}
     while True:
         try:
             msg = wire.recv(fd)
@@ -158,7 +175,7 @@ def serve(job):
             wire.send(fd, {"ok": False, "error": f"unknown op {op!r}"})
             continue
         try:
-            reply = one(job, harness, data, configs, msg)
+            reply = one(job, harness, data, configs, msg, zygote, kept)
         except Exception:
             reply = {"ok": False, "fatal": True, "error": traceback.format_exc()[-2000:]}
         wire.send(fd, reply)

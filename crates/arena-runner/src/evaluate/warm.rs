@@ -136,6 +136,7 @@ impl ContainerWarmer {
         job.serve = Some(format!("{}/{}", trusted::CTL, trusted::SOCKET));
         job.connect_s = Some(CONNECT_S);
         job.keep_scratch = vec![BASELINE.name];
+        job.keep_processes = vec![BASELINE.name];
         job.quiet_kernels = true;
         let mut binds = ed.binds();
         binds.push(bind(&ctl, trusted::CTL, false));
@@ -290,7 +291,7 @@ impl ContainerWarm {
             "op": "evaluate",
             "id": rid,
             "roles": roles,
-            "deadline_s": left.as_secs().max(1),
+            "deadline_s": left.as_secs_f64().max(0.001),
         }))
         .await?;
         let reply = self.recv_until(deadline).await?;
