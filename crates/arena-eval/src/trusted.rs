@@ -277,6 +277,48 @@ mod tests {
         assert!(digest().as_str().starts_with("sha256:"));
     }
 
+    /// The evaluator's codec, run by python3: a GPU batch's answer of thousands of output
+    /// descriptors (2.5 MB) crosses a pipe; one past the limit is refused on both sides.
+    #[test]
+    fn a_large_answer_crosses_and_one_past_the_limit_is_refused() {
+        let d = tempfile::tempdir().unwrap();
+        install(&d.path().join("t")).unwrap();
+        let script = r#"
+import os, sys, threading
+sys.path.insert(0, sys.argv[1])
+import wire
+r, w = os.pipe()
+item = {"handle": "ab" * 64, "offset": 512, "shape": [64, 4096], "stride": [4096, 1], "dtype": "float16"}
+msg = {"outputs": [{"tuple": True, "items": [item, item]}] * 4096}
+def send():
+    try:
+        wire.send(w, msg)
+    except Exception as e:
+        print("not sent:", e)
+        os.close(w)  # the reader sees the end, not a hang
+t = threading.Thread(target=send); t.start()
+assert wire.recv(r) == msg
+t.join()
+try:
+    wire.send(w, {"x": "y" * (17 << 20)})
+    print("sent")
+except wire.WireError as e:
+    print("refused:", e)
+"#;
+        let o = std::process::Command::new("python3")
+            .args(["-I", "-c", script])
+            .arg(d.path().join("t"))
+            .output()
+            .unwrap();
+        let out = String::from_utf8_lossy(&o.stdout);
+        assert!(
+            o.status.success(),
+            "{out}{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        assert!(out.starts_with("refused: message of"), "{out}");
+    }
+
     #[test]
     fn a_job_names_each_kernel_its_user_and_scratch() {
         let j = Job::new(

@@ -329,3 +329,27 @@ impl Runner for RunnerService {
         Ok(Response::new(ListGpusResponse { gpus }))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn a_calls_grpc_timeout_is_read_in_each_unit_and_nonsense_is_none() {
+        let t = |v: &str| {
+            let mut m = tonic::metadata::MetadataMap::new();
+            m.insert("grpc-timeout", v.parse().unwrap());
+            grpc_timeout(&m)
+        };
+        assert_eq!(t("2H"), Some(Duration::from_secs(7200)));
+        assert_eq!(t("3M"), Some(Duration::from_secs(180)));
+        assert_eq!(t("5S"), Some(Duration::from_secs(5)));
+        assert_eq!(t("250m"), Some(Duration::from_millis(250)));
+        assert_eq!(t("7u"), Some(Duration::from_micros(7)));
+        assert_eq!(t("9n"), Some(Duration::from_nanos(9)));
+        assert_eq!(t("5x"), None);
+        assert_eq!(t("m"), None);
+        assert_eq!(grpc_timeout(&tonic::metadata::MetadataMap::new()), None);
+    }
+}

@@ -32,7 +32,8 @@ use crate::task_run::{
     bind, copy_sources, evaluator_config, image_env, read_record, unusable, EvaluatorDir,
 };
 
-/// The largest message either side sends (wire.py's limit).
+/// The largest answer taken from the evaluator (its answers are a few hundred bytes; its
+/// reports go to files).
 const MAX_MESSAGE: usize = 1 << 20;
 /// Bytes of the evaluator's own output kept (its kernels' output goes nowhere: one log
 /// serves every request, whoever sent it).
