@@ -42,6 +42,8 @@ fn run(c: &mut Command) {
 fn venv(dir: &Path) -> PathBuf {
     let wheels = std::env::var_os("ARENA_WHEEL_DIR")
         .map(PathBuf::from)
+        // The user's wheel cache (arenactl's default too): it outlives a clean clone.
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/arena/wheels")))
         .unwrap_or_else(|| repo().join("target/arena-wheels"));
     std::fs::write(dir.join("pins.toml"), PINS).unwrap();
     run(Command::new("bash")

@@ -1,5 +1,5 @@
 //! A wheels layer for real: the testbase plus a small pinned wheel set fetched from PyPI
-//! (`ci/fetch-wheels.sh`, cached in target/arena-wheels or $ARENA_WHEEL_DIR), built in two
+//! (`ci/fetch-wheels.sh`, cached in $ARENA_WHEEL_DIR, else ~/.cache/arena/wheels), built in two
 //! empty stores to the same digests, then run in containerd: the packages import and a
 //! generated console script runs; a bytecode layer over the wheels and a directory holding a
 //! file that does not compile builds (that file named, left without bytecode) and the wheels
@@ -58,6 +58,8 @@ fn pinned_wheels_build_reproducibly_and_import_in_a_container() {
     std::fs::write(&recipe, text).unwrap();
     let wheels = std::env::var_os("ARENA_WHEEL_DIR")
         .map(PathBuf::from)
+        // The user's wheel cache (arenactl's default too): it outlives a clean clone.
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/arena/wheels")))
         .unwrap_or_else(|| repo().join("target/arena-wheels"));
     let ok = Command::new("bash")
         .arg(repo().join("ci/fetch-wheels.sh"))

@@ -1,7 +1,7 @@
 //! KernelBench problems evaluated on the CPU, for real: four level-1 problems
 //! (ci/fixtures/kernelbench-cpu: KernelBench's files with smaller sizes) imported as tasks,
 //! locked on images/cuda-pytorch.toml (torch 2.10.0 from pinned PyPI wheels, fetched once into
-//! target/arena-wheels or $ARENA_WHEEL_DIR), and evaluated by arena's trusted evaluator in
+//! $ARENA_WHEEL_DIR, else ~/.cache/arena/wheels), and evaluated by arena's trusted evaluator in
 //! containers through the Evaluate API: the untouched ModelNew passes every gate, one that is
 //! wrong fails correctness naming the error, one that returns cached outputs fails; and one
 //! `arenactl run` of a task scores as the API does. Needs root, containerd and runc.
@@ -27,6 +27,8 @@ const PROBLEMS: [&str; 4] = [
 fn wheels() -> PathBuf {
     let dir = std::env::var_os("ARENA_WHEEL_DIR")
         .map(PathBuf::from)
+        // The user's wheel cache (arenactl's default too): it outlives a clean clone.
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/arena/wheels")))
         .unwrap_or_else(|| repo().join("target/arena-wheels"));
     let recipe = repo().join("images/cuda-pytorch.toml");
     for (script, d) in [

@@ -324,4 +324,9 @@ fn slurm_backend_runs_one_job_per_task_run_and_survives_scancel() {
         }
     }
     assert!(empty(&d.leftovers()), "a cancelled job left containers");
+    // Nor a workspace's file system mounted on the host (the agent step was cut short).
+    let mounts = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+    let under = tmp.to_string_lossy().to_string();
+    let left: Vec<&str> = mounts.lines().filter(|l| l.contains(&under)).collect();
+    assert!(left.is_empty(), "a cancelled job left mounts: {left:?}");
 }

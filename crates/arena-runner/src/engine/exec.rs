@@ -159,6 +159,14 @@ impl Engine {
             cancel,
         );
         let result = ctx.run_item(item, &gpu).await;
+        if result.is_err() {
+            // A cancelled or failed attempt may still hold its workspace's file system (the
+            // agent step was cut short): release it here, as the engine does for its own.
+            if let Err(e) = crate::task_run::release_item(ctx.rt.as_ref(), &ctx.rundir, item).await
+            {
+                tracing::warn!(task = %item.label(), "releasing its workspace: {e}");
+            }
+        }
         if let Ok(r) = &result {
             events.emit(
                 EventKind::TaskResult,

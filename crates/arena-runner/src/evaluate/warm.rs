@@ -59,8 +59,8 @@ fn internal(what: impl std::fmt::Display) -> EvalError {
     EvalError::Internal(what.to_string())
 }
 
-/// Cancels the container when dropped, unless disarmed: a start that is abandoned half-way
-/// leaves nothing running.
+/// Cancels the container when dropped: a start abandoned half-way, or an evaluator dropped
+/// without being stopped, leaves nothing running.
 struct Stopper(Option<watch::Sender<bool>>);
 
 impl Drop for Stopper {
