@@ -345,6 +345,14 @@ impl LoadedRecipe {
                                 ),
                             ));
                         }
+                        if let Some(python) = crate::layer::wheel::compat::python_of(site_packages)
+                        {
+                            crate::layer::wheel::compat::check_tags(&w.file, python).map_err(
+                                |why| {
+                                    self.field_error(&format!("layer[{i}].wheels[{j}].file"), why)
+                                },
+                            )?;
+                        }
                         if Digest::parse(&format!("sha256:{}", w.sha256)).is_err() {
                             return Err(self.field_error(
                                 &format!("layer[{i}].wheels[{j}].sha256"),

@@ -116,3 +116,29 @@ fn errors_name_line_and_field() {
         "{e}"
     );
 }
+
+#[test]
+fn a_wheel_for_another_python_is_refused_naming_the_field() {
+    let recipe = |file: &str| {
+        format!(
+            "name = \"x\"\n[base]\nkind = \"scratch\"\n[[layer]]\nkind = \"wheels\"\n\
+             site_packages = \"/usr/local/lib/python3.11/dist-packages\"\n\
+             wheels = [{{ file = \"six-1.17.0-py2.py3-none-any.whl\", sha256 = \"{h}\" }},\n\
+             {{ file = \"{file}\", sha256 = \"{h}\" }}]\n",
+            h = "a".repeat(64)
+        )
+    };
+    load(&recipe(
+        "torch-2.10.0-3-cp311-cp311-manylinux_2_28_x86_64.whl",
+    ))
+    .unwrap();
+    let e = load(&recipe(
+        "torch-2.10.0-cp312-cp312-manylinux_2_28_x86_64.whl",
+    ))
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains("layer[0].wheels[1].file") && e.contains("not for the image's Python 3.11"),
+        "{e}"
+    );
+}

@@ -16,6 +16,8 @@ use crate::error::{ImageError, Result};
 use crate::layer::archive::normalize_path;
 use crate::layer::tree::{join_target, Content, EntryKind, LayerEntry, LayerTree};
 
+pub mod compat;
+
 /// Where a wheel's files go in the image.
 #[derive(Debug, Clone)]
 pub struct WheelPlacement<'a> {
@@ -170,6 +172,15 @@ pub fn unpack_into(
             .map_err(|e| bad(path, format!("{name}: {e}")))?;
         Ok(buf)
     };
+    // What pip checks before installing: the wheel's Requires-Python against the image's
+    // Python (its tags are checked when the recipe is read).
+    if let Some(python) = compat::python_of(place.site_packages) {
+        let metadata = format!("{dist_info}/METADATA");
+        if names.contains(&metadata) {
+            compat::check_requires_python(&read(&metadata)?, python)
+                .map_err(|why| bad(path, why))?;
+        }
+    }
     let record_name = format!("{dist_info}/RECORD");
     let record_text = String::from_utf8(read(&record_name)?)
         .map_err(|_| bad(path, "RECORD is not UTF-8".into()))?;

@@ -246,3 +246,53 @@ fn a_file_two_wheels_share_is_one_file_unless_they_differ() {
     .to_string();
     assert!(e.contains("ns/__init__.py") && e.contains("wheel c"), "{e}");
 }
+
+#[test]
+fn a_wheel_whose_requires_python_excludes_the_image_is_refused() {
+    let with = |meta: &'static [u8]| {
+        let files: Vec<(&str, &[u8], u32)> = base_files()
+            .into_iter()
+            .map(|(n, b, m)| match n.ends_with("/METADATA") {
+                true => (n, meta, m),
+                false => (n, b, m),
+            })
+            .collect();
+        wheel(&files, &[])
+    };
+    let ok = with(b"Name: demo\nVersion: 1.0\nRequires-Python: >=3.10\n");
+    unpack_into(
+        &mut LayerTree::new(),
+        Path::new("demo.whl"),
+        &ok,
+        &PLACE,
+        "w",
+    )
+    .unwrap();
+    let no = with(b"Name: demo\nVersion: 1.0\nRequires-Python: !=3.14.1,>=3.12\n");
+    let e = unpack_into(
+        &mut LayerTree::new(),
+        Path::new("demo.whl"),
+        &no,
+        &PLACE,
+        "w",
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains("demo.whl") && e.contains(">=3.12") && e.contains("Python 3.11"),
+        "{e}"
+    );
+    // A layer whose site-packages names no Python checks nothing.
+    let anywhere = WheelPlacement {
+        site_packages: "/x",
+        ..PLACE
+    };
+    unpack_into(
+        &mut LayerTree::new(),
+        Path::new("demo.whl"),
+        &no,
+        &anywhere,
+        "w",
+    )
+    .unwrap();
+}
