@@ -4,8 +4,9 @@
 //! namespace flag fails too, and `clone3` answers ENOSYS (its flags live in memory a filter
 //! cannot read, so the C library falls back to `clone`, which is filtered). Evaluators also
 //! lose `ptrace` and cross-process memory access: a kernel process has no business looking
-//! into another. Every architecture a 64-bit process could switch to is listed, so a 32-bit
-//! system call cannot walk around the filter.
+//! into another (and POSIX message queues, which outlive their processes unlisted). Every
+//! architecture a 64-bit process could switch to is listed, so a 32-bit system call cannot
+//! walk around the filter.
 
 use oci_spec::runtime::{
     Arch, LinuxSeccomp, LinuxSeccompAction, LinuxSeccompArgBuilder, LinuxSeccompBuilder,
@@ -87,13 +88,21 @@ pub const DENIED: &[&str] = &[
     "vm86old",
 ];
 
-/// Denied in evaluators besides [`DENIED`].
+/// Denied in evaluators besides [`DENIED`]. POSIX message queues too: they outlive their
+/// processes, and no directory lists them (a warm evaluator's next candidate, of the same user,
+/// could read what the last one queued); files and System V objects are removed and checked.
 pub const DENIED_IN_EVALUATORS: &[&str] = &[
     "ptrace",
     "process_vm_readv",
     "process_vm_writev",
     "process_madvise",
     "pidfd_getfd",
+    "mq_open",
+    "mq_unlink",
+    "mq_timedsend",
+    "mq_timedreceive",
+    "mq_notify",
+    "mq_getsetattr",
 ];
 
 /// The namespace flags of clone(2): CLONE_NEWNS, NEWCGROUP, NEWUTS, NEWIPC, NEWUSER,
@@ -192,6 +201,7 @@ mod tests {
         let eval = serde_json::to_value(profile(Profile::Evaluator).unwrap()).unwrap();
         assert!(names(&eval).contains(&"ptrace".to_string()));
         assert!(names(&eval).contains(&"process_vm_readv".to_string()));
+        assert!(names(&eval).contains(&"mq_open".to_string()));
         // clone with CLONE_NEWUSER is one of the masked rules; clone3 cannot be inspected.
         let rules = eval["syscalls"].as_array().unwrap();
         assert!(rules.iter().any(|r| r["names"][0] == "clone"

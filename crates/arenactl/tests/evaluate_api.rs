@@ -116,6 +116,48 @@ fn attacked(agent: &str, task: &str) -> Vec<u8> {
     std::fs::read(ws.path().join(&src)).unwrap()
 }
 
+/// ci/fixtures/ipc-probe.c, built static here, as Python source: `_ipc(mode)` writes the
+/// probe into the kernel's scratch (its HOME), runs it with `mode` and returns its lines (none
+/// if it could not run).
+fn ipc_probe() -> String {
+    let d = tempfile::tempdir().unwrap();
+    let bin = d.path().join("ipc-probe");
+    let st = std::process::Command::new("gcc")
+        .args(["-static", "-Os", "-o"])
+        .arg(&bin)
+        .arg(repo().join("ci/fixtures/ipc-probe.c"))
+        .status()
+        .unwrap();
+    assert!(st.success(), "gcc -static (libc6-dev) builds the probe");
+    let o = std::process::Command::new("base64")
+        .args(["-w", "0"])
+        .arg(&bin)
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    let b64 = String::from_utf8(o.stdout).unwrap();
+    format!(
+        r#"
+def _ipc(mode):
+    import base64, os, subprocess
+    p = os.path.join(os.environ.get("HOME", "/nonexistent"), "ipc-probe-" + mode)
+    try:
+        with open(p, "wb") as f:
+            f.write(base64.b64decode("{b64}"))
+        os.chmod(p, 0o700)
+        return subprocess.run([p, mode], capture_output=True, text=True, timeout=20).stdout.split("\n")
+    except (OSError, subprocess.SubprocessError):
+        return []
+    finally:
+        try:
+            os.unlink(p)
+        except OSError:
+            pass
+
+"#
+    )
+}
+
 fn solution(task: &str) -> Vec<u8> {
     let k = Path::new(task).file_name().unwrap().to_str().unwrap();
     std::fs::read(repo().join(format!("ci/solutions/{task}/{k}.py"))).unwrap()
@@ -160,6 +202,10 @@ const DETECTOR: &str = r#"
 def _traces():
     import os
     found = []
+    try:
+        os.chmod(os.environ.get("HOME", "/nonexistent"), 0o700)  # a mode left on it goes
+    except OSError:
+        pass
     for d in ("/tmp", "/dev/shm", os.environ.get("HOME", "/nonexistent")):
         try:
             found += [os.path.join(d, n) for n in os.listdir(d) if os.lstat(os.path.join(d, n)).st_uid == os.getuid()]
@@ -168,7 +214,7 @@ def _traces():
     try:
         for line in open("/proc/sysvipc/shm").read().split("\n")[1:]:
             f = line.split()
-            if len(f) > 7 and int(f[7]) == os.getuid():
+            if len(f) > 9 and os.getuid() in (int(f[7]), int(f[9])):  # owner or creator
                 found.append("shm " + f[1])
     except OSError:
         pass
@@ -183,6 +229,17 @@ def _traces():
 
 
 _LEFT = _traces()
+_LEFT += [line for line in _ipc("find") if line.startswith("found")]
+
+
+def _exit_status_kept():
+    # A kernel process is as a fresh one would be: the zygote's own SIGCHLD setting (ignored)
+    # would make every child's exit status read 0, which compilers the kernels run rely on.
+    import subprocess, sys
+    return subprocess.run([sys.executable, "-c", "raise SystemExit(3)"]).returncode == 3
+
+
+_LEFT += [] if _exit_status_kept() else ["a child's exit status was lost"]
 _honest = prefix_sum
 
 
@@ -242,18 +299,59 @@ fn the_adversarial_candidates_get_the_outcomes_they_get_in_runs() {
             "{}",
             left.result_json
         );
-        let mut detector = std::fs::read(
-            repo()
-                .join("tasks")
-                .join(PREFIX_SUM)
-                .join("source/prefix_sum.py"),
-        )
-        .unwrap();
+        let ipc = ipc_probe();
+        let mut detector = ipc.clone().into_bytes();
+        detector.extend(
+            std::fs::read(
+                repo()
+                    .join("tasks")
+                    .join(PREFIX_SUM)
+                    .join("source/prefix_sum.py"),
+            )
+            .unwrap(),
+        );
         detector.extend_from_slice(DETECTOR.as_bytes());
-        let after = eval(&r, PREFIX_SUM, detector).await;
+        let after = eval(&r, PREFIX_SUM, detector.clone()).await;
         assert!(
             after.warm,
             "the saboteur's evaluator served the next request"
+        );
+        untouched(&after);
+        // What no directory lists (ci/fixtures/ipc-probe.c): a System V segment given to the
+        // original's user (its creator keeps the use of it), and a POSIX message queue, which
+        // the evaluator's seccomp profile must refuse (the kernel answers wrong unless the
+        // probe reports exactly that). The testbase has no ctypes, so the candidate user's
+        // cleaner cannot remove the segment; root finds it by its creator and the evaluator
+        // retires: the detector's evaluator is a new one, where it finds nothing either.
+        let mut ipc_kernel =
+            format!("{ipc}\n_IPC = [l for l in _ipc(\"leave\") if l]\n\n").into_bytes();
+        ipc_kernel.extend(
+            std::fs::read(
+                repo()
+                    .join("tasks")
+                    .join(PREFIX_SUM)
+                    .join("source/prefix_sum.py"),
+            )
+            .unwrap(),
+        );
+        ipc_kernel.extend_from_slice(
+            br#"
+
+_as_left = prefix_sum
+
+
+def prefix_sum(xs):
+    out = _as_left(xs)
+    want = ["shmget 0", "shm_give_away 0", "mq_open 1"]
+    return out if _IPC == want else [v + 1 for v in out]
+"#,
+        );
+        let ipc_left = eval(&r, PREFIX_SUM, ipc_kernel).await;
+        assert!(ipc_left.score.correct, "{}", ipc_left.result_json);
+        let after = eval(&r, PREFIX_SUM, detector).await;
+        assert!(
+            !after.warm,
+            "an evaluator whose candidate left a System V segment served the next request"
         );
         untouched(&after);
         // Paths that are not the task's agent files are refused, naming them.

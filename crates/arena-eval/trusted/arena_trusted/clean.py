@@ -40,6 +40,11 @@ def remove(p):
 for rel in sys.argv[2:]:
     if rel == "*":
         try:
+            # The user's own root (its scratch): a mode it set cannot keep its entries.
+            os.chmod(sys.argv[1], 0o700)
+        except OSError:
+            pass
+        try:
             names = os.listdir(sys.argv[1])
         except OSError:
             names = []
@@ -73,7 +78,9 @@ for kind, ctl in ctls:
     head = lines[0].split()
     for line in lines[1:]:
         f = line.split()
-        if len(f) == len(head) and int(f[head.index("uid")]) == uid:
+        # Its owner or its creator: a creator may give an object to another owner
+        # (IPC_SET) and still use it; either may remove it.
+        if len(f) == len(head) and uid in (int(f[head.index("uid")]), int(f[head.index("cuid")])):
             ident = int(f[1])
             ctl(ident, 0, 0) if kind == "sem" else ctl(ident, 0, None)
 """
@@ -102,6 +109,8 @@ def leftovers(uid):
         head = lines[0].split()
         for line in lines[1:]:
             fields = line.split()
-            if len(fields) == len(head) and "uid" in head and int(fields[head.index("uid")]) == uid:
+            if len(fields) != len(head) or "uid" not in head or "cuid" not in head:
+                continue
+            if uid in (int(fields[head.index("uid")]), int(fields[head.index("cuid")])):
                 left.append(f"sysv {kind} {fields[1]}")
     return left

@@ -219,6 +219,9 @@ def evaluate_into(job, harness, data, configs, hidden, roles, out, record, zygot
 
 
 def main(job_path):
+    import wire  # noqa: E402
+
+    wire.IMPORT_TORCH = False  # see wire.py: a kernel's tensor never makes this process import
     with open(job_path) as f:
         job = json.load(f)
     signal.signal(signal.SIGALRM, _deadline)

@@ -32,9 +32,37 @@ class Kernel:
         fds = [req_r, rep_w, self.memfd]
         quiet = bool(job.get("quiet_kernels"))
         self.proc = None
+        self.pid = None
+        try:
+            self._start(job, env, zygote, fds, quiet)
+        except BaseException:
+            # Nothing of a process that did not start is kept: its descriptors are closed
+            # and the process (it may not have taken its user yet) is killed by its pid.
+            try:
+                if self.proc is not None:
+                    self.proc.kill()
+                    self.proc.wait(timeout=5)
+                elif self.pid is not None:
+                    os.kill(self.pid, 9)
+            except Exception:
+                pass
+            for fd in (req_r, rep_w, self.memfd, self.req_w, self.rep_r):
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+            raise
+        os.close(req_r)
+        os.close(rep_w)
+        self.size = 0
+        self.shm = None
+        self.poison = 0
+        self.frozen = False
+
+    def _start(self, job, env, zygote, fds, quiet):
         if zygote is not None:
-            pid = self.pid = zygote.spawn(self.uid, self.gid, job.get("groups", []), env, fds, quiet)
-            if not jail.wait_user(pid, self.uid):
+            self.pid = zygote.spawn(self.uid, self.gid, job.get("groups", []), env, fds, quiet)
+            if not jail.wait_user(self.pid, self.uid):
                 raise KernelFailed(f"{self.role} kernel process did not take its user")
         else:
             for fd in fds:
@@ -54,12 +82,6 @@ class Kernel:
                 quiet=quiet,
             )
             self.pid = self.proc.pid
-        os.close(req_r)
-        os.close(rep_w)
-        self.size = 0
-        self.shm = None
-        self.poison = 0
-        self.frozen = False
 
     def alive(self):
         """Whether its process still runs, as its user (a kept process may have been ended)."""

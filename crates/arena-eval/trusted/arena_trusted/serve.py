@@ -71,13 +71,14 @@ def tidy(job, data, roles, kept):
     them could not be removed."""
     data.end_session()
     keep = set(job.get("keep_scratch", []))
-    cleaners = []
+    cleaners, left = [], []
     for role in roles:
         if role in kept:
             continue
         ids = job["users"][role]
         uid, gid = ids["uid"], ids["gid"]
-        jail.kill_all(uid)
+        if not jail.kill_all(uid):
+            left.append(f"{role}: processes that could not be stopped")
         rels = [] if role in keep else ["*"]
         if not leftovers(uid) and (not rels or empty_fs(job["scratch"][role])):
             continue  # nothing to remove: no cleaner to start
@@ -91,15 +92,19 @@ def tidy(job, data, roles, kept):
             [],
             quiet=True,
         )
-        cleaners.append((role, uid, p))
-    left = []
-    for role, uid, p in cleaners:
+        cleaners.append((role, uid, p, bool(rels)))
+    for role, uid, p, emptied in cleaners:
         try:
             p.wait(timeout=30)
         except subprocess.TimeoutExpired:
             pass
-        jail.kill_all(uid)
+        if not jail.kill_all(uid):
+            left.append(f"{role}: processes that could not be stopped")
         left += [f"{role}: {x}" for x in leftovers(uid)]
+        # Root checks the scratch too (statvfs needs no way into it): the next kernel of
+        # this user gets it as its HOME and caches.
+        if emptied and not empty_fs(job["scratch"][role]):
+            left.append(f"{role}: its scratch is not empty")
     return left
 
 

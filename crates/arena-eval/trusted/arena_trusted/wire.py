@@ -130,8 +130,19 @@ def _encode_tensor(t, out):
     out += struct.pack("<Q", len(raw)) + raw
 
 
+# Whether decoding a tensor may import PyTorch. A kernel process may (its inputs are what the
+# harness made); the evaluator says no (evaluate.py): there a tensor can only be a kernel's
+# output, and one of a task that never loaded torch is wrong, not a reason to spend seconds
+# of the deadline importing it as root.
+IMPORT_TORCH = True
+
+
 def _decode_tensor(take):
-    import torch
+    torch = sys.modules.get("torch")
+    if torch is None:
+        if not IMPORT_TORCH:
+            raise WireError("a tensor, where the harness uses no PyTorch")
+        import torch
 
     (k,) = struct.unpack("<B", take(1))
     name = take(k).decode(errors="replace")

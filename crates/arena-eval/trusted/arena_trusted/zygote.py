@@ -12,7 +12,9 @@ torch"` holds, no harness, no seed, no input. Each child, before it runs anythin
 every descriptor but its own three (the zygote's socket first: with it a kernel could have
 processes forked as another kernel's user), takes its user, groups and environment (losing
 every capability: it checks), and then serves the evaluator as child.py would. The kernels of
-both roles are forks of the same process: neither starts from memory laid out differently.
+both roles are forks of the same process: neither starts from memory laid out differently
+(a warm evaluator's original is the exception: its process is kept from one evaluation to the
+next, so it is older than the candidate it is paired with; see docs/trusted-evaluation.md).
 
 Messages on the socket (a SOCK_SEQPACKET pair: one message each): a request is JSON (uid, gid,
 groups, env, quiet) with the child's three descriptors attached (SCM_RIGHTS); the answer is JSON,
@@ -42,6 +44,10 @@ def _become(spec, fds):
     """In the forked child: only its own descriptors, its user, its environment; then serve."""
     code = 1
     try:
+        # What the zygote set for itself is not the kernel's: a fresh process has SIGCHLD at
+        # its default (with it ignored, subprocess and multiprocessing, which Triton's and
+        # Inductor's compilers use, read every child's exit as 0).
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         os.setpgid(0, 0)
         keep = {0, 1, 2, *fds}
         for name in os.listdir("/proc/self/fd"):
@@ -63,6 +69,11 @@ def _become(spec, fds):
             raise PermissionError("the kernel process kept privileges it must not have")
         os.environ.clear()
         os.environ.update(spec["env"])
+        # A directory the imports already looked up (as root, without TMPDIR) is looked up
+        # again from this environment: the kernel's temporary files go to its scratch.
+        import tempfile
+
+        tempfile.tempdir = None
         os.chdir(spec["env"].get("HOME", "/"))
         import child
 

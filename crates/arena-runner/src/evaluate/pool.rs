@@ -6,7 +6,9 @@
 //! evaluator warm for its task, else starts one on a free GPU, else on the GPU of the evaluator
 //! idle longest (which is stopped first), else waits for a GPU the runs hold. An evaluator goes
 //! back to the idle ones after each evaluation and is stopped when idle past `idle` (its GPU
-//! goes back to the runs) or older than `max_life`. Whatever ends an evaluation early — the
+//! goes back to the runs) or once it has lived half of `max_life` (its container is killed at
+//! `max_life`: an evaluation begun before the half has the other half). Whatever ends an
+//! evaluation early — the
 //! request's deadline, the caller going away, an error — stops that evaluator: the next request
 //! gets a fresh one, never one that may still be running someone else's candidate.
 
@@ -42,6 +44,10 @@ pub trait Warm: Send + Sync {
     ) -> Result<Evaluated, EvalError>;
     /// Ends it; what it ran in is removed.
     async fn stop(&self);
+    /// Whether it still runs (an idle one whose container ended is not handed out).
+    fn alive(&self) -> bool {
+        true
+    }
 }
 
 /// Starts warm evaluators.
@@ -102,6 +108,8 @@ pub struct Pool {
     admitted: AtomicUsize,
     settings: PoolSettings,
     idle: Mutex<Vec<Slot>>,
+    /// Evaluators being stopped, each with its GPU until it has: `shutdown` waits for them.
+    retiring: Mutex<tokio::task::JoinSet<()>>,
 }
 
 /// A request counted among the admitted until dropped.
@@ -132,7 +140,7 @@ impl Busy<'_> {
     fn release(mut self) {
         if let Some(mut s) = self.slot.take() {
             if s.started.elapsed() >= self.pool.settings.max_life / 2 {
-                retire(s);
+                self.pool.retire(s);
                 return;
             }
             s.idle_since = Instant::now();
@@ -144,18 +152,9 @@ impl Busy<'_> {
 impl Drop for Busy<'_> {
     fn drop(&mut self) {
         if let Some(s) = self.slot.take() {
-            retire(s);
+            self.pool.retire(s);
         }
     }
-}
-
-/// Stops an evaluator in a task of its own (whoever drops it may not wait); its GPU goes
-/// back only once it has stopped.
-fn retire(s: Slot) {
-    tokio::spawn(async move {
-        s.warm.stop().await;
-        drop(s.lease);
-    });
 }
 
 impl Pool {
@@ -168,6 +167,7 @@ impl Pool {
             admitted: AtomicUsize::new(0),
             settings,
             idle: Mutex::new(Vec::new()),
+            retiring: Mutex::new(tokio::task::JoinSet::new()),
         });
         let weak = Arc::downgrade(&pool);
         let every =
@@ -192,28 +192,44 @@ impl Pool {
         self.idle.lock().unwrap().len()
     }
 
-    /// Stops the evaluators idle past the idle time or older than their life.
-    fn reap(&self) {
-        let mut idle = self.idle.lock().unwrap();
-        let (settings, mut keep) = (&self.settings, Vec::new());
-        for s in idle.drain(..) {
-            if s.idle_since.elapsed() >= settings.idle
-                || s.started.elapsed() >= settings.max_life / 2
-            {
-                retire(s);
-            } else {
-                keep.push(s);
-            }
-        }
-        *idle = keep;
+    /// Stops an evaluator in a task of its own (whoever drops it may not wait); its GPU goes
+    /// back only once it has stopped.
+    fn retire(&self, s: Slot) {
+        let mut retiring = self.retiring.lock().unwrap();
+        // Those done are forgotten (their results are nothing).
+        while retiring.try_join_next().is_some() {}
+        retiring.spawn(async move {
+            s.warm.stop().await;
+            drop(s.lease);
+        });
     }
 
-    /// Stops every idle evaluator and waits until they are gone (a runner that ends).
+    /// Stops the evaluators idle past the idle time or older than their life.
+    fn reap(&self) {
+        let gone: Vec<Slot> = {
+            let mut idle = self.idle.lock().unwrap();
+            let settings = &self.settings;
+            let (gone, keep) = idle.drain(..).partition(|s| {
+                s.idle_since.elapsed() >= settings.idle
+                    || s.started.elapsed() >= settings.max_life / 2
+            });
+            *idle = keep;
+            gone
+        };
+        for s in gone {
+            self.retire(s);
+        }
+    }
+
+    /// Stops every idle evaluator and waits until they, and those already being stopped,
+    /// are gone (a runner that ends: nothing of its evaluators is left running).
     pub async fn shutdown(&self) {
         let idle: Vec<Slot> = self.idle.lock().unwrap().drain(..).collect();
         for s in idle {
-            s.warm.stop().await;
+            self.retire(s);
         }
+        let mut retiring = std::mem::take(&mut *self.retiring.lock().unwrap());
+        while retiring.join_next().await.is_some() {}
     }
 
     /// Evaluates `candidate` for `task` by `deadline`.
@@ -280,6 +296,36 @@ impl Pool {
         })
     }
 
+    /// A new evaluator of `task` on the GPU of `lease`, started in a task of its own that
+    /// holds the lease: if the caller goes away meanwhile, the evaluator is stopped once
+    /// started and only then is its GPU given back (a failed start has stopped what it began).
+    async fn start(
+        &self,
+        task: &Arc<ServedTask>,
+        lease: Lease,
+        deadline: Instant,
+    ) -> Result<(Arc<dyn Warm>, Lease), EvalError> {
+        type Started = Result<(Arc<dyn Warm>, Lease), EvalError>;
+        let (tx, rx) = tokio::sync::oneshot::channel::<Started>();
+        let (warmer, task) = (self.warmer.clone(), task.clone());
+        tokio::spawn(async move {
+            match warmer.start(task, lease.gpu().clone(), deadline).await {
+                Ok(warm) => {
+                    if let Err(Ok((warm, lease))) = tx.send(Ok((warm, lease))) {
+                        warm.stop().await;
+                        drop(lease);
+                    }
+                }
+                Err(e) => {
+                    drop(lease);
+                    let _ = tx.send(Err(e));
+                }
+            }
+        });
+        rx.await
+            .map_err(|_| EvalError::Internal("the evaluator's start was lost".into()))?
+    }
+
     /// An evaluator of `task`: an idle one, else a new one on a free GPU, on the GPU of the
     /// evaluator idle longest, or on the next GPU the runs give back. True: it was warm.
     async fn take(
@@ -287,14 +333,20 @@ impl Pool {
         task: &Arc<ServedTask>,
         deadline: Instant,
     ) -> Result<(Slot, bool), EvalError> {
-        let idle_one = {
-            let mut idle = self.idle.lock().unwrap();
-            idle.iter()
-                .position(|s| s.key == task.key)
-                .map(|i| idle.remove(i))
-        };
-        if let Some(s) = idle_one {
-            return Ok((s, true));
+        loop {
+            let idle_one = {
+                let mut idle = self.idle.lock().unwrap();
+                idle.iter()
+                    .position(|s| s.key == task.key)
+                    .map(|i| idle.remove(i))
+            };
+            match idle_one {
+                Some(s) if s.warm.alive() => return Ok((s, true)),
+                // Its container ended while it waited: stopped (its GPU goes back once it
+                // has), and the next one looked for.
+                Some(s) => self.retire(s),
+                None => break,
+            }
         }
         let holder = format!("evaluate {}", task.task.id);
         let lease = match self.gpus.try_lease(&holder) {
@@ -310,10 +362,17 @@ impl Pool {
                     oldest.map(|i| idle.remove(i))
                 };
                 match victim {
+                    // Stopped in a task of its own: a caller that goes away meanwhile does
+                    // not give the GPU back before the victim is gone.
                     Some(v) => {
-                        v.warm.stop().await;
-                        v.lease.relabel(&holder);
-                        v.lease
+                        let lease = tokio::spawn(async move {
+                            v.warm.stop().await;
+                            v.lease
+                        })
+                        .await
+                        .map_err(|e| EvalError::Internal(format!("stopping an evaluator: {e}")))?;
+                        lease.relabel(&holder);
+                        lease
                     }
                     None => tokio::time::timeout_at(deadline, self.gpus.lease(&holder))
                         .await
@@ -325,10 +384,7 @@ impl Pool {
                 }
             }
         };
-        let warm = self
-            .warmer
-            .start(task.clone(), lease.gpu().clone(), deadline)
-            .await?;
+        let (warm, lease) = self.start(task, lease, deadline).await?;
         let now = Instant::now();
         Ok((
             Slot {

@@ -3,7 +3,7 @@
 //! evaluators that retire, and candidate staging.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -42,6 +42,10 @@ struct FakeWarmer {
     /// Evaluations after which an evaluator says it must retire.
     retire_after: Option<usize>,
     fail_start: bool,
+    /// How long a start takes.
+    start_ms: Arc<AtomicU64>,
+    /// Every evaluator's container has ended (alive() says no).
+    dead: Arc<AtomicBool>,
 }
 
 struct FakeWarm {
@@ -51,6 +55,7 @@ struct FakeWarm {
     done: AtomicUsize,
     retire_after: Option<usize>,
     baseline: Baseline,
+    dead: Arc<AtomicBool>,
 }
 
 fn evaluation(ms: f64) -> Evaluation {
@@ -83,7 +88,12 @@ impl Warm for FakeWarm {
         })
     }
     async fn stop(&self) {
+        // A container takes a while to go.
+        tokio::time::sleep(Duration::from_millis(20)).await;
         self.log.push(format!("stop {}", self.name));
+    }
+    fn alive(&self) -> bool {
+        !self.dead.load(Ordering::SeqCst)
     }
 }
 
@@ -95,6 +105,7 @@ impl Warmer for FakeWarmer {
         gpu: Gpu,
         _: Instant,
     ) -> Result<Arc<dyn Warm>, EvalError> {
+        tokio::time::sleep(Duration::from_millis(self.start_ms.load(Ordering::SeqCst))).await;
         if self.fail_start {
             return Err(EvalError::Precondition("the original fails".into()));
         }
@@ -111,6 +122,7 @@ impl Warmer for FakeWarmer {
                 evaluation: evaluation(1.0),
                 record: serde_json::json!({}),
             },
+            dead: self.dead.clone(),
         }))
     }
 }
@@ -162,24 +174,36 @@ struct Setup {
     root: std::path::PathBuf,
     log: Arc<Log>,
     pool: Arc<Pool>,
+    gpus: Arc<crate::scheduler::GpuPool>,
+    start_ms: Arc<AtomicU64>,
+    dead: Arc<AtomicBool>,
 }
 
 fn setup(gpus: &str, settings: PoolSettings, eval_ms: u64, retire_after: Option<usize>) -> Setup {
     let dir = tempfile::tempdir().unwrap();
     let log = Arc::new(Log::default());
+    let (start_ms, dead) = (
+        Arc::new(AtomicU64::new(0)),
+        Arc::new(AtomicBool::new(false)),
+    );
     let warmer = FakeWarmer {
         log: log.clone(),
         eval_ms,
         started: AtomicUsize::new(0),
         retire_after,
         fail_start: false,
+        start_ms: start_ms.clone(),
+        dead: dead.clone(),
     };
     let gpus = crate::scheduler::GpuPool::new(parse_gpus(gpus).unwrap());
     Setup {
         root: dir.path().to_path_buf(),
         _dir: dir,
         log,
-        pool: Pool::new(Arc::new(warmer), gpus, settings),
+        pool: Pool::new(Arc::new(warmer), gpus.clone(), settings),
+        gpus,
+        start_ms,
+        dead,
     }
 }
 
@@ -348,6 +372,58 @@ async fn an_evaluator_that_must_retire_is_not_used_again() {
 }
 
 #[tokio::test]
+async fn an_idle_evaluator_whose_container_ended_is_not_handed_out() {
+    let s = setup("cpu:1", PoolSettings::default(), 5, None);
+    let t = served(&s.root, "python2python/t/a");
+    let c = candidate(&s, &t, "def k(x):\n    return x\n");
+    assert!(
+        !s.pool
+            .evaluate(t.clone(), &c, later(5000))
+            .await
+            .unwrap()
+            .warm
+    );
+    s.dead.store(true, Ordering::SeqCst);
+    let next = s.pool.evaluate(t.clone(), &c, later(5000)).await.unwrap();
+    assert!(!next.warm, "a dead evaluator was handed out");
+    assert_eq!(s.log.count("start"), 2);
+    assert!(s.log.count("stop") >= 1);
+}
+
+#[tokio::test]
+async fn a_caller_gone_during_a_start_holds_the_gpu_until_that_evaluator_stops() {
+    let s = setup("cpu:1", PoolSettings::default(), 5, None);
+    s.start_ms.store(300, Ordering::SeqCst);
+    let t = served(&s.root, "python2python/t/a");
+    let c = candidate(&s, &t, "def k(x):\n    return x\n");
+    let gone = tokio::time::timeout(
+        Duration::from_millis(50),
+        s.pool.evaluate(t.clone(), &c, later(5000)),
+    )
+    .await;
+    assert!(gone.is_err(), "the caller went away first");
+    // The start goes on with the GPU; nobody takes the evaluator: it is stopped, then the
+    // GPU is free.
+    assert!(s.gpus.busy_with(0).is_some(), "the GPU went back mid-start");
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    assert_eq!(s.log.count("start"), 1);
+    assert_eq!(s.log.count("stop"), 1);
+    assert_eq!(s.gpus.busy_with(0), None);
+}
+
+#[tokio::test]
+async fn shutdown_waits_for_evaluators_being_stopped() {
+    let s = setup("cpu:1", PoolSettings::default(), 5, Some(1));
+    let t = served(&s.root, "python2python/t/a");
+    let c = candidate(&s, &t, "def k(x):\n    return x\n");
+    // It must retire: its stop runs in a task of its own, which shutdown waits for.
+    s.pool.evaluate(t.clone(), &c, later(5000)).await.unwrap();
+    s.pool.shutdown().await;
+    assert_eq!(s.log.count("stop"), 1);
+    assert_eq!(s.gpus.busy_with(0), None);
+}
+
+#[tokio::test]
 async fn a_failed_start_is_the_requests_error_and_gives_the_gpu_back() {
     let dir = tempfile::tempdir().unwrap();
     let warmer = FakeWarmer {
@@ -356,6 +432,8 @@ async fn a_failed_start_is_the_requests_error_and_gives_the_gpu_back() {
         started: AtomicUsize::new(0),
         retire_after: None,
         fail_start: true,
+        start_ms: Arc::new(AtomicU64::new(0)),
+        dead: Arc::new(AtomicBool::new(false)),
     };
     let gpus = crate::scheduler::GpuPool::new(parse_gpus("cpu:1").unwrap());
     let pool = Pool::new(Arc::new(warmer), gpus.clone(), PoolSettings::default());

@@ -118,6 +118,8 @@ impl ContainerWarmer {
             })?;
         let env = image_env(&self.store, &task.image).map_err(internal)?;
         let dir = self.dir.join(&id);
+        // Removed if the start fails before there is an evaluator to stop (which removes it).
+        let mut made = RemoveOnDrop(Some(dir.clone()));
         let ed = EvaluatorDir::prepare(t, &dir).map_err(internal)?;
         let candidate_dir = ed.kernels.join(CANDIDATE.uid.to_string());
         std::fs::create_dir_all(&candidate_dir).map_err(internal)?;
@@ -158,43 +160,41 @@ impl ContainerWarmer {
         };
         let rt = self.rt.clone();
         let container = tokio::spawn(async move { run_container(&rt, req).await });
-        let conn = connect(&ctl.join(trusted::SOCKET), &container, deadline).await?;
+        made.0 = None;
         let mut warm = ContainerWarm {
             id,
             dir,
             out: ed.out,
             candidate_dir,
-            conn: Mutex::new(Some(conn)),
+            conn: Mutex::new(None),
             stopper: std::sync::Mutex::new(stopper),
             container: Mutex::new(Some(container)),
             requests: AtomicU64::new(0),
             baseline: None,
         };
-        let hello = warm.recv_until(deadline).await?;
-        if hello.get("ready").and_then(|r| r.as_bool()) != Some(true) {
-            warm.stop().await;
-            return Err(internal(format!("the evaluator did not start: {hello}")));
-        }
-        let b = match warm.request("baseline", &[BASELINE.name], deadline).await {
+        // From here every failure stops the container (and waits for it) before it is
+        // reported: the caller gives the GPU back on an error.
+        let b = match warm.ready(&ctl.join(trusted::SOCKET), t, deadline).await {
             Ok(b) => b,
             Err(e) => {
-                warm.stop().await;
+                warm.abort().await;
                 return Err(e);
             }
         };
-        if let Some(why) = unusable(&b.evaluation) {
-            warm.stop().await;
-            return Err(EvalError::Precondition(format!(
-                "task {}: the original kernel fails its own evaluation on this runner: {why}",
-                t.id
-            )));
-        }
-        warm.baseline = Some(Baseline {
-            evaluation: b.evaluation,
-            record: b.record,
-        });
+        warm.baseline = Some(b);
         tracing::info!("warm evaluator ready");
         Ok(Arc::new(warm))
+    }
+}
+
+/// A directory removed when dropped, unless taken out first.
+struct RemoveOnDrop(Option<PathBuf>);
+
+impl Drop for RemoveOnDrop {
+    fn drop(&mut self) {
+        if let Some(d) = self.0.take() {
+            let _ = std::fs::remove_dir_all(d);
+        }
     }
 }
 
@@ -207,14 +207,20 @@ fn set_mode(p: &Path, m: u32) -> Result<(), EvalError> {
 /// the deadline passes.
 async fn connect(
     path: &Path,
-    container: &tokio::task::JoinHandle<arena_runtime::Result<RunOutcome>>,
+    warm: &ContainerWarm,
     deadline: Instant,
 ) -> Result<UnixStream, EvalError> {
     loop {
         if let Ok(s) = UnixStream::connect(path).await {
             return Ok(s);
         }
-        if container.is_finished() {
+        let ended = warm
+            .container
+            .lock()
+            .await
+            .as_ref()
+            .is_none_or(|h| h.is_finished());
+        if ended {
             return Err(internal(
                 "the evaluator's container ended before it listened (its log is in the \
                  evaluator's directory)",
@@ -242,6 +248,41 @@ pub struct ContainerWarm {
 }
 
 impl ContainerWarm {
+    /// Connected, greeted, and the original evaluated alone (its baseline).
+    async fn ready(
+        &self,
+        socket: &Path,
+        t: &arena_task::Task,
+        deadline: Instant,
+    ) -> Result<Baseline, EvalError> {
+        let conn = connect(socket, self, deadline).await?;
+        *self.conn.lock().await = Some(conn);
+        let hello = self.recv_until(deadline).await?;
+        if hello.get("ready").and_then(|r| r.as_bool()) != Some(true) {
+            return Err(internal(format!("the evaluator did not start: {hello}")));
+        }
+        let b = self.request("baseline", &[BASELINE.name], deadline).await?;
+        if let Some(why) = unusable(&b.evaluation) {
+            return Err(EvalError::Precondition(format!(
+                "task {}: the original kernel fails its own evaluation on this runner: {why}",
+                t.id
+            )));
+        }
+        Ok(Baseline {
+            evaluation: b.evaluation,
+            record: b.record,
+        })
+    }
+
+    /// Stops it at once (a start that failed: nothing to wait for), and waits until its
+    /// container is gone; its directory goes too.
+    async fn abort(&self) {
+        if let Some(tx) = self.stopper.lock().unwrap().0.take() {
+            let _ = tx.send(true);
+        }
+        self.stop().await;
+    }
+
     async fn send(&self, msg: &serde_json::Value) -> Result<(), EvalError> {
         let data = serde_json::to_vec(msg).map_err(internal)?;
         let mut conn = self.conn.lock().await;
@@ -360,6 +401,14 @@ impl Warm for ContainerWarm {
         let n = self.requests.fetch_add(1, Ordering::SeqCst);
         self.request(&format!("r{n}"), &[BASELINE.name, CANDIDATE.name], deadline)
             .await
+    }
+
+    fn alive(&self) -> bool {
+        // Busy only while it is being stopped: then it is not alive either.
+        match self.container.try_lock() {
+            Ok(h) => h.as_ref().is_some_and(|h| !h.is_finished()),
+            Err(_) => false,
+        }
     }
 
     async fn stop(&self) {

@@ -76,8 +76,9 @@ pub fn check_requires_python(metadata: &[u8], python: (u64, u64)) -> Result<(), 
     let specifiers = VersionSpecifiers::from_str(spec.trim()).map_err(|e| {
         format!("METADATA: Requires-Python `{spec}` is not a PEP 440 specifier: {e}")
     })?;
-    let version = Version::new([python.0, python.1]);
-    if specifiers.contains(&version) {
+    // The layer knows the Python's minor version, not its patch release: a specifier that
+    // some 3.11.x satisfies (`>=3.11.4`) is let through, one that none does is refused.
+    if (0..100).any(|patch| specifiers.contains(&Version::new([python.0, python.1, patch]))) {
         return Ok(());
     }
     Err(format!(
@@ -144,6 +145,8 @@ mod tests {
             "Requires-Python: >=3.11",
             "Requires-Python: !=3.14.1,>=3.11",
             "requires-python: >=3.9, <4",
+            "Requires-Python: >=3.11.4",
+            "Requires-Python: >3.11",
             "Summary: no Requires-Python at all",
         ] {
             check_requires_python(meta(ok).as_bytes(), P311)
