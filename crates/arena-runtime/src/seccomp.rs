@@ -4,7 +4,7 @@
 //! namespace flag fails too, and `clone3` answers ENOSYS (its flags live in memory a filter
 //! cannot read, so the C library falls back to `clone`, which is filtered). Evaluators also
 //! lose `ptrace` and cross-process memory access: a kernel process has no business looking
-//! into another (and POSIX message queues, which outlive their processes unlisted). Every
+//! into another (and POSIX message queues, which outlive their processes). Every
 //! architecture a 64-bit process could switch to is listed, so a 32-bit system call cannot
 //! walk around the filter.
 
@@ -89,8 +89,9 @@ pub const DENIED: &[&str] = &[
 ];
 
 /// Denied in evaluators besides [`DENIED`]. POSIX message queues too: they outlive their
-/// processes, and no directory lists them (a warm evaluator's next candidate, of the same user,
-/// could read what the last one queued); files and System V objects are removed and checked.
+/// processes (a warm evaluator's next candidate, of the same user, could read what the last one
+/// queued); an evaluator's container also has no /dev/mqueue (spec.rs), where `open` would make
+/// one. Files and System V objects are removed and checked instead.
 pub const DENIED_IN_EVALUATORS: &[&str] = &[
     "ptrace",
     "process_vm_readv",

@@ -2,7 +2,7 @@
 //! workspace, read-only binds that are really read-only, tmpfs /tmp), device nodes and device
 //! cgroup rules of the GPU profile, resource limits, and the network mode.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use oci_spec::runtime::{
     Capability, LinuxBuilder, LinuxCapabilitiesBuilder, LinuxCpuBuilder, LinuxDeviceBuilder,
@@ -233,6 +233,11 @@ pub fn build_spec(c: &ContainerConfig) -> Result<Spec> {
     ));
 
     let mut mounts: Vec<Mount> = spec.mounts().clone().unwrap_or_default();
+    if c.seccomp == crate::seccomp::Profile::Evaluator {
+        // POSIX message queues outlive their processes: an evaluator's are refused by its
+        // seccomp profile (mq_open), and without this mount none can be made by open(2).
+        mounts.retain(|m| m.destination() != Path::new("/dev/mqueue"));
+    }
     mounts.push(
         MountBuilder::default()
             .destination("/tmp")

@@ -202,10 +202,14 @@ const DETECTOR: &str = r#"
 def _traces():
     import os
     found = []
+    home = os.environ.get("HOME", "/nonexistent")
     try:
-        os.chmod(os.environ.get("HOME", "/nonexistent"), 0o700)  # a mode left on it goes
-    except OSError:
-        pass
+        # The scratch as a fresh one is: mode 0700, no extended attribute.
+        if os.stat(home).st_mode & 0o7777 != 0o700:
+            found.append("scratch mode %o" % os.stat(home).st_mode)
+        found += ["xattr " + a for a in os.listxattr(home) if a.startswith("user.")]
+    except OSError as e:
+        found.append("scratch: %s" % e)
     for d in ("/tmp", "/dev/shm", os.environ.get("HOME", "/nonexistent")):
         try:
             found += [os.path.join(d, n) for n in os.listdir(d) if os.lstat(os.path.join(d, n)).st_uid == os.getuid()]
@@ -317,6 +321,36 @@ fn the_adversarial_candidates_get_the_outcomes_they_get_in_runs() {
             "the saboteur's evaluator served the next request"
         );
         untouched(&after);
+        // Marks on the scratch itself, with nothing in it (a mode, times): the next kernel of
+        // the user would find them, or fail to enter it (with a mode of 0). (An extended
+        // attribute takes a tmpfs's inode space: the leftovers agent leaves one.)
+        let mut marks = std::fs::read(
+            repo()
+                .join("tasks")
+                .join(PREFIX_SUM)
+                .join("source/prefix_sum.py"),
+        )
+        .unwrap();
+        marks.extend_from_slice(
+            br#"
+
+def _mark():
+    import os
+    home = os.environ["HOME"]
+    for n in os.listdir(home):
+        os.unlink(os.path.join(home, n))
+    os.utime(home, (1, 1))
+    os.chmod(home, 0o755)
+
+
+_mark()
+"#,
+        );
+        let marked = eval(&r, PREFIX_SUM, marks).await;
+        assert!(marked.score.correct, "{}", marked.result_json);
+        let after = eval(&r, PREFIX_SUM, detector.clone()).await;
+        assert!(after.warm, "the marks were not removed where they are");
+        untouched(&after);
         // What no directory lists (ci/fixtures/ipc-probe.c): a System V segment given to the
         // original's user (its creator keeps the use of it), and a POSIX message queue, which
         // the evaluator's seccomp profile must refuse (the kernel answers wrong unless the
@@ -342,7 +376,7 @@ _as_left = prefix_sum
 
 def prefix_sum(xs):
     out = _as_left(xs)
-    want = ["shmget 0", "shm_give_away 0", "mq_open 1"]
+    want = ["shmget 0", "shm_give_away 0", "mq_open 1", "mqueue_file 2"]
     return out if _IPC == want else [v + 1 for v in out]
 "#,
         );

@@ -143,11 +143,3 @@ def kill_all(uid):
         pause = min(2 * pause, 0.01)
     reap()
     return not pids_of(uid)
-
-
-def scratch(path, uid, gid):
-    """A directory only the kernel process's user may use."""
-    os.makedirs(path, exist_ok=True)
-    os.chown(path, uid, gid)
-    os.chmod(path, 0o700)
-    return path

@@ -64,6 +64,22 @@ def empty_fs(path):
     return st.f_files - st.f_ffree <= 1
 
 
+# Per role: its scratch's change time when root last found it as the cleaner leaves it. A mode,
+# a time or an extended attribute set on the scratch since (nothing in it) moves it.
+_CLEAN_CTIME = {}
+
+
+def scratch_clean(path, uid):
+    """Whether a kernel's scratch is as the cleaner left it: empty, its user's, mode 0700,
+    times 0 (root may stat it, not enter it)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return False
+    return (empty_fs(path) and st.st_uid == uid and st.st_mode & 0o7777 == 0o700
+            and st.st_mtime_ns == 0)
+
+
 def tidy(job, data, roles, kept):
     """After an evaluation: the device memory shared with its kernel processes, then every
     trace of their users (each user's cleaner at once) but those of a kept process (the
@@ -80,7 +96,10 @@ def tidy(job, data, roles, kept):
         if not jail.kill_all(uid):
             left.append(f"{role}: processes that could not be stopped")
         rels = [] if role in keep else ["*"]
-        if not leftovers(uid) and (not rels or empty_fs(job["scratch"][role])):
+        path = job["scratch"][role]
+        untouched = not rels or (
+            scratch_clean(path, uid) and _CLEAN_CTIME.get(role) == os.stat(path).st_ctime_ns)
+        if not leftovers(uid) and untouched:
             continue  # nothing to remove: no cleaner to start
         p = jail.spawn(
             [sys.executable, "-I", "-S", "-c", CLEANER, job["scratch"][role], *rels],
@@ -101,10 +120,15 @@ def tidy(job, data, roles, kept):
         if not jail.kill_all(uid):
             left.append(f"{role}: processes that could not be stopped")
         left += [f"{role}: {x}" for x in leftovers(uid)]
-        # Root checks the scratch too (statvfs needs no way into it): the next kernel of
-        # this user gets it as its HOME and caches.
-        if emptied and not empty_fs(job["scratch"][role]):
-            left.append(f"{role}: its scratch is not empty")
+        # Root checks the scratch too (stat and statvfs need no way into it): the next kernel
+        # of this user gets it as its HOME and caches, mode and times as a fresh one has them.
+        if emptied:
+            path = job["scratch"][role]
+            if scratch_clean(path, uid):
+                _CLEAN_CTIME[role] = os.stat(path).st_ctime_ns
+            else:
+                _CLEAN_CTIME.pop(role, None)
+                left.append(f"{role}: its scratch is not as a fresh one")
     return left
 
 

@@ -108,8 +108,9 @@ pub struct Pool {
     admitted: AtomicUsize,
     settings: PoolSettings,
     idle: Mutex<Vec<Slot>>,
-    /// Evaluators being stopped, each with its GPU until it has: `shutdown` waits for them.
-    retiring: Mutex<tokio::task::JoinSet<()>>,
+    /// Every task that holds a GPU lease for an evaluator (a start, a stop): `shutdown` waits
+    /// for them, and nothing aborts one (its lease goes back only once it is done).
+    tasks: tokio_util::task::TaskTracker,
 }
 
 /// A request counted among the admitted until dropped.
@@ -157,6 +158,27 @@ impl Drop for Busy<'_> {
     }
 }
 
+type Started = Result<(Arc<dyn Warm>, Lease), EvalError>;
+
+/// A caller waiting for a start. If it goes away, an evaluator already started and sent is
+/// taken out of the channel and stopped (dropped there, its GPU would go back at once); one
+/// not sent yet finds the channel closed and is stopped by the start's task.
+struct Waiting<'a> {
+    pool: &'a Pool,
+    rx: Option<tokio::sync::oneshot::Receiver<Started>>,
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        if let Some(mut rx) = self.rx.take() {
+            rx.close();
+            if let Ok(Ok((warm, lease))) = rx.try_recv() {
+                self.pool.stop_then_free(warm, lease);
+            }
+        }
+    }
+}
+
 impl Pool {
     pub fn new(warmer: Arc<dyn Warmer>, gpus: Arc<GpuPool>, settings: PoolSettings) -> Arc<Pool> {
         let n = gpus.gpus().len().max(1);
@@ -167,7 +189,7 @@ impl Pool {
             admitted: AtomicUsize::new(0),
             settings,
             idle: Mutex::new(Vec::new()),
-            retiring: Mutex::new(tokio::task::JoinSet::new()),
+            tasks: tokio_util::task::TaskTracker::new(),
         });
         let weak = Arc::downgrade(&pool);
         let every =
@@ -195,12 +217,13 @@ impl Pool {
     /// Stops an evaluator in a task of its own (whoever drops it may not wait); its GPU goes
     /// back only once it has stopped.
     fn retire(&self, s: Slot) {
-        let mut retiring = self.retiring.lock().unwrap();
-        // Those done are forgotten (their results are nothing).
-        while retiring.try_join_next().is_some() {}
-        retiring.spawn(async move {
-            s.warm.stop().await;
-            drop(s.lease);
+        self.stop_then_free(s.warm, s.lease);
+    }
+
+    fn stop_then_free(&self, warm: Arc<dyn Warm>, lease: Lease) {
+        self.tasks.spawn(async move {
+            warm.stop().await;
+            drop(lease);
         });
     }
 
@@ -221,15 +244,16 @@ impl Pool {
         }
     }
 
-    /// Stops every idle evaluator and waits until they, and those already being stopped,
-    /// are gone (a runner that ends: nothing of its evaluators is left running).
+    /// Stops every idle evaluator and waits until they, those already being stopped and those
+    /// being started, are gone (a runner that ends: nothing of its evaluators is left
+    /// running). Call it once no request is being served.
     pub async fn shutdown(&self) {
         let idle: Vec<Slot> = self.idle.lock().unwrap().drain(..).collect();
         for s in idle {
             self.retire(s);
         }
-        let mut retiring = std::mem::take(&mut *self.retiring.lock().unwrap());
-        while retiring.join_next().await.is_some() {}
+        self.tasks.close();
+        self.tasks.wait().await;
     }
 
     /// Evaluates `candidate` for `task` by `deadline`.
@@ -305,10 +329,9 @@ impl Pool {
         lease: Lease,
         deadline: Instant,
     ) -> Result<(Arc<dyn Warm>, Lease), EvalError> {
-        type Started = Result<(Arc<dyn Warm>, Lease), EvalError>;
         let (tx, rx) = tokio::sync::oneshot::channel::<Started>();
         let (warmer, task) = (self.warmer.clone(), task.clone());
-        tokio::spawn(async move {
+        self.tasks.spawn(async move {
             match warmer.start(task, lease.gpu().clone(), deadline).await {
                 Ok(warm) => {
                     if let Err(Ok((warm, lease))) = tx.send(Ok((warm, lease))) {
@@ -322,8 +345,16 @@ impl Pool {
                 }
             }
         });
-        rx.await
-            .map_err(|_| EvalError::Internal("the evaluator's start was lost".into()))?
+        let mut waiting = Waiting {
+            pool: self,
+            rx: Some(rx),
+        };
+        let rx = waiting.rx.as_mut().expect("taken only here and in drop");
+        let started = rx
+            .await
+            .map_err(|_| EvalError::Internal("the evaluator's start was lost".into()));
+        waiting.rx = None;
+        started?
     }
 
     /// An evaluator of `task`: an idle one, else a new one on a free GPU, on the GPU of the
@@ -365,12 +396,16 @@ impl Pool {
                     // Stopped in a task of its own: a caller that goes away meanwhile does
                     // not give the GPU back before the victim is gone.
                     Some(v) => {
-                        let lease = tokio::spawn(async move {
-                            v.warm.stop().await;
-                            v.lease
-                        })
-                        .await
-                        .map_err(|e| EvalError::Internal(format!("stopping an evaluator: {e}")))?;
+                        let lease = self
+                            .tasks
+                            .spawn(async move {
+                                v.warm.stop().await;
+                                v.lease
+                            })
+                            .await
+                            .map_err(|e| {
+                                EvalError::Internal(format!("stopping an evaluator: {e}"))
+                            })?;
                         lease.relabel(&holder);
                         lease
                     }

@@ -236,3 +236,21 @@ fn nvidia_profile_spec_mounts_driver_read_only() {
         .unwrap()
         .contains(&serde_json::json!("CUDA_VISIBLE_DEVICES=0")));
 }
+
+#[test]
+fn an_evaluator_has_no_message_queue_file_system() {
+    let dests = |c: &ContainerConfig| -> Vec<String> {
+        json(&build_spec(c).unwrap())["mounts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["destination"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let mut c = config();
+    assert!(dests(&c).contains(&"/dev/mqueue".to_string()));
+    c.seccomp = crate::seccomp::Profile::Evaluator;
+    let d = dests(&c);
+    assert!(!d.contains(&"/dev/mqueue".to_string()), "{d:?}");
+    assert!(d.contains(&"/dev/shm".to_string()), "{d:?}");
+}
