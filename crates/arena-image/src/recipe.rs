@@ -335,6 +335,7 @@ impl LoadedRecipe {
                             ));
                         }
                     }
+                    let python = crate::layer::wheel::compat::python_of(site_packages);
                     for (j, w) in wheels.iter().enumerate() {
                         if w.name_version().is_none() || w.file.contains('/') {
                             return Err(self.field_error(
@@ -345,8 +346,7 @@ impl LoadedRecipe {
                                 ),
                             ));
                         }
-                        if let Some(python) = crate::layer::wheel::compat::python_of(site_packages)
-                        {
+                        if let Some(python) = python {
                             crate::layer::wheel::compat::check_tags(&w.file, python).map_err(
                                 |why| {
                                     self.field_error(&format!("layer[{i}].wheels[{j}].file"), why)

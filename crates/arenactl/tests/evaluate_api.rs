@@ -101,11 +101,7 @@ fn attacked(agent: &str, task: &str) -> Vec<u8> {
     let k = Path::new(task).file_name().unwrap().to_str().unwrap();
     let src = format!("source/{k}.py");
     std::fs::create_dir_all(ws.path().join("source")).unwrap();
-    std::fs::copy(
-        repo().join("tasks").join(task).join(&src),
-        ws.path().join(&src),
-    )
-    .unwrap();
+    std::fs::write(ws.path().join(&src), original(task)).unwrap();
     let script = script.replace("/workspace", ws.path().to_str().unwrap());
     let o = std::process::Command::new("sh")
         .args(["-c", &script])
@@ -156,6 +152,12 @@ def _ipc(mode):
 
 "#
     )
+}
+
+/// The task's own kernel source, untouched.
+fn original(task: &str) -> Vec<u8> {
+    let k = Path::new(task).file_name().unwrap().to_str().unwrap();
+    std::fs::read(repo().join(format!("tasks/{task}/source/{k}.py"))).unwrap()
 }
 
 fn solution(task: &str) -> Vec<u8> {
@@ -305,15 +307,7 @@ fn the_adversarial_candidates_get_the_outcomes_they_get_in_runs() {
         );
         let ipc = ipc_probe();
         let mut detector = ipc.clone().into_bytes();
-        detector.extend(
-            std::fs::read(
-                repo()
-                    .join("tasks")
-                    .join(PREFIX_SUM)
-                    .join("source/prefix_sum.py"),
-            )
-            .unwrap(),
-        );
+        detector.extend(original(PREFIX_SUM));
         detector.extend_from_slice(DETECTOR.as_bytes());
         let after = eval(&r, PREFIX_SUM, detector.clone()).await;
         assert!(
@@ -324,13 +318,7 @@ fn the_adversarial_candidates_get_the_outcomes_they_get_in_runs() {
         // Marks on the scratch itself, with nothing in it (a mode, times): the next kernel of
         // the user would find them, or fail to enter it (with a mode of 0). (An extended
         // attribute takes a tmpfs's inode space: the leftovers agent leaves one.)
-        let mut marks = std::fs::read(
-            repo()
-                .join("tasks")
-                .join(PREFIX_SUM)
-                .join("source/prefix_sum.py"),
-        )
-        .unwrap();
+        let mut marks = original(PREFIX_SUM);
         marks.extend_from_slice(
             br#"
 
@@ -359,15 +347,7 @@ _mark()
         // retires: the detector's evaluator is a new one, where it finds nothing either.
         let mut ipc_kernel =
             format!("{ipc}\n_IPC = [l for l in _ipc(\"leave\") if l]\n\n").into_bytes();
-        ipc_kernel.extend(
-            std::fs::read(
-                repo()
-                    .join("tasks")
-                    .join(PREFIX_SUM)
-                    .join("source/prefix_sum.py"),
-            )
-            .unwrap(),
-        );
+        ipc_kernel.extend(original(PREFIX_SUM));
         ipc_kernel.extend_from_slice(
             br#"
 

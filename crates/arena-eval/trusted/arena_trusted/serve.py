@@ -69,15 +69,16 @@ def empty_fs(path):
 _CLEAN_CTIME = {}
 
 
-def scratch_clean(path, uid):
-    """Whether a kernel's scratch is as the cleaner left it: empty, its user's, mode 0700,
-    times 0 (root may stat it, not enter it)."""
+def clean_ctime(path, uid):
+    """The change time of a kernel's scratch if it is as the cleaner leaves it (empty, its
+    user's, mode 0700, times 0), else None (root may stat it, not enter it)."""
     try:
         st = os.stat(path)
     except OSError:
-        return False
-    return (empty_fs(path) and st.st_uid == uid and st.st_mode & 0o7777 == 0o700
-            and st.st_mtime_ns == 0)
+        return None
+    clean = (empty_fs(path) and st.st_uid == uid and st.st_mode & 0o7777 == 0o700
+             and st.st_mtime_ns == 0)
+    return st.st_ctime_ns if clean else None
 
 
 def tidy(job, data, roles, kept):
@@ -97,12 +98,12 @@ def tidy(job, data, roles, kept):
             left.append(f"{role}: processes that could not be stopped")
         rels = [] if role in keep else ["*"]
         path = job["scratch"][role]
-        untouched = not rels or (
-            scratch_clean(path, uid) and _CLEAN_CTIME.get(role) == os.stat(path).st_ctime_ns)
+        ctime = clean_ctime(path, uid) if rels else None
+        untouched = not rels or (ctime is not None and ctime == _CLEAN_CTIME.get(role))
         if not leftovers(uid) and untouched:
             continue  # nothing to remove: no cleaner to start
         p = jail.spawn(
-            [sys.executable, "-I", "-S", "-c", CLEANER, job["scratch"][role], *rels],
+            [sys.executable, "-I", "-S", "-c", CLEANER, path, *rels],
             uid,
             gid,
             job.get("groups", []),
@@ -111,8 +112,8 @@ def tidy(job, data, roles, kept):
             [],
             quiet=True,
         )
-        cleaners.append((role, uid, p, bool(rels)))
-    for role, uid, p, emptied in cleaners:
+        cleaners.append((role, uid, p, path if rels else None))
+    for role, uid, p, emptied_scratch in cleaners:
         try:
             p.wait(timeout=30)
         except subprocess.TimeoutExpired:
@@ -122,10 +123,10 @@ def tidy(job, data, roles, kept):
         left += [f"{role}: {x}" for x in leftovers(uid)]
         # Root checks the scratch too (stat and statvfs need no way into it): the next kernel
         # of this user gets it as its HOME and caches, mode and times as a fresh one has them.
-        if emptied:
-            path = job["scratch"][role]
-            if scratch_clean(path, uid):
-                _CLEAN_CTIME[role] = os.stat(path).st_ctime_ns
+        if emptied_scratch is not None:
+            ctime = clean_ctime(emptied_scratch, uid)
+            if ctime is not None:
+                _CLEAN_CTIME[role] = ctime
             else:
                 _CLEAN_CTIME.pop(role, None)
                 left.append(f"{role}: its scratch is not as a fresh one")

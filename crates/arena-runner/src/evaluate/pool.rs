@@ -8,9 +8,9 @@
 //! back to the idle ones after each evaluation and is stopped when idle past `idle` (its GPU
 //! goes back to the runs) or once it has lived half of `max_life` (its container is killed at
 //! `max_life`: an evaluation begun before the half has the other half). Whatever ends an
-//! evaluation early — the
-//! request's deadline, the caller going away, an error — stops that evaluator: the next request
-//! gets a fresh one, never one that may still be running someone else's candidate.
+//! evaluation early — the request's deadline, the caller going away, an error — stops that
+//! evaluator: the next request gets a fresh one, never one that may still be running someone
+//! else's candidate.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};

@@ -41,7 +41,8 @@ struct FakeWarmer {
     started: AtomicUsize,
     /// Evaluations after which an evaluator says it must retire.
     retire_after: Option<usize>,
-    fail_start: bool,
+    /// Every start fails (the original fails its own evaluation).
+    fail_start: Arc<AtomicBool>,
     /// How long a start takes.
     start_ms: Arc<AtomicU64>,
     /// Every evaluator's container has ended (alive() says no).
@@ -106,7 +107,7 @@ impl Warmer for FakeWarmer {
         _: Instant,
     ) -> Result<Arc<dyn Warm>, EvalError> {
         tokio::time::sleep(Duration::from_millis(self.start_ms.load(Ordering::SeqCst))).await;
-        if self.fail_start {
+        if self.fail_start.load(Ordering::SeqCst) {
             return Err(EvalError::Precondition("the original fails".into()));
         }
         let n = self.started.fetch_add(1, Ordering::SeqCst);
@@ -177,6 +178,7 @@ struct Setup {
     gpus: Arc<crate::scheduler::GpuPool>,
     start_ms: Arc<AtomicU64>,
     dead: Arc<AtomicBool>,
+    fail_start: Arc<AtomicBool>,
 }
 
 fn setup(gpus: &str, settings: PoolSettings, eval_ms: u64, retire_after: Option<usize>) -> Setup {
@@ -186,12 +188,13 @@ fn setup(gpus: &str, settings: PoolSettings, eval_ms: u64, retire_after: Option<
         Arc::new(AtomicU64::new(0)),
         Arc::new(AtomicBool::new(false)),
     );
+    let fail_start = Arc::new(AtomicBool::new(false));
     let warmer = FakeWarmer {
         log: log.clone(),
         eval_ms,
         started: AtomicUsize::new(0),
         retire_after,
-        fail_start: false,
+        fail_start: fail_start.clone(),
         start_ms: start_ms.clone(),
         dead: dead.clone(),
     };
@@ -204,6 +207,7 @@ fn setup(gpus: &str, settings: PoolSettings, eval_ms: u64, retire_after: Option<
         gpus,
         start_ms,
         dead,
+        fail_start,
     }
 }
 
@@ -425,30 +429,20 @@ async fn shutdown_waits_for_evaluators_being_stopped() {
 
 #[tokio::test]
 async fn a_failed_start_is_the_requests_error_and_gives_the_gpu_back() {
-    let dir = tempfile::tempdir().unwrap();
-    let warmer = FakeWarmer {
-        log: Arc::new(Log::default()),
-        eval_ms: 1,
-        started: AtomicUsize::new(0),
-        retire_after: None,
-        fail_start: true,
-        start_ms: Arc::new(AtomicU64::new(0)),
-        dead: Arc::new(AtomicBool::new(false)),
-    };
-    let gpus = crate::scheduler::GpuPool::new(parse_gpus("cpu:1").unwrap());
-    let pool = Pool::new(Arc::new(warmer), gpus.clone(), PoolSettings::default());
-    let t = served(dir.path(), "python2python/t/a");
-    let files = BTreeMap::from([("source/k.py".to_string(), b"x".to_vec())]);
-    let c = candidate::stage(&t.task, files, dir.path()).unwrap();
+    let s = setup("cpu:1", PoolSettings::default(), 1, None);
+    s.fail_start.store(true, Ordering::SeqCst);
+    let t = served(&s.root, "python2python/t/a");
+    let c = candidate(&s, &t, "x");
     for _ in 0..2 {
-        let e = pool
+        let e = s
+            .pool
             .evaluate(t.clone(), &c, later(2000))
             .await
             .err()
             .unwrap();
         assert_eq!(e, EvalError::Precondition("the original fails".into()));
     }
-    assert_eq!(gpus.busy_with(0), None);
+    assert_eq!(s.gpus.busy_with(0), None);
 }
 
 #[test]

@@ -259,25 +259,13 @@ fn a_wheel_whose_requires_python_excludes_the_image_is_refused() {
             .collect();
         wheel(&files, &[])
     };
+    let unpack = |w: &[u8], place: &WheelPlacement| {
+        unpack_into(&mut LayerTree::new(), Path::new("demo.whl"), w, place, "w")
+    };
     let ok = with(b"Name: demo\nVersion: 1.0\nRequires-Python: >=3.10\n");
-    unpack_into(
-        &mut LayerTree::new(),
-        Path::new("demo.whl"),
-        &ok,
-        &PLACE,
-        "w",
-    )
-    .unwrap();
+    unpack(&ok, &PLACE).unwrap();
     let no = with(b"Name: demo\nVersion: 1.0\nRequires-Python: !=3.14.1,>=3.12\n");
-    let e = unpack_into(
-        &mut LayerTree::new(),
-        Path::new("demo.whl"),
-        &no,
-        &PLACE,
-        "w",
-    )
-    .unwrap_err()
-    .to_string();
+    let e = unpack(&no, &PLACE).unwrap_err().to_string();
     assert!(
         e.contains("demo.whl") && e.contains(">=3.12") && e.contains("Python 3.11"),
         "{e}"
@@ -287,12 +275,5 @@ fn a_wheel_whose_requires_python_excludes_the_image_is_refused() {
         site_packages: "/x",
         ..PLACE
     };
-    unpack_into(
-        &mut LayerTree::new(),
-        Path::new("demo.whl"),
-        &no,
-        &anywhere,
-        "w",
-    )
-    .unwrap();
+    unpack(&no, &anywhere).unwrap();
 }
