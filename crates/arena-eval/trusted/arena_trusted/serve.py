@@ -146,16 +146,23 @@ def one(job, harness, data, configs, msg, zygote, kept):
     record = ev.new_record(harness)
     record["warm"] = {"request": rid}
     t0 = time.monotonic()
+    done = False
     try:
         # To the millisecond: a request may have less than a second left.
         signal.setitimer(signal.ITIMER_REAL, max(0.001, float(msg.get("deadline_s", job["deadline_s"]))))
         try:
             ev.evaluate_into(job, harness, data, configs, False, roles, out, record, zygote, kept)
+            done = True
         finally:
             signal.setitimer(signal.ITIMER_REAL, 0)
     except ev.Deadline:
-        # Between the evaluation's own handling and the alarm's end: its report stands.
-        pass
+        # After the evaluation returned (before the alarm's end), its report stands. Before its
+        # own handling began (a request that arrives with a millisecond left) or while it wrote
+        # its record, there is no evaluation to report: the deadline is the answer, never an
+        # empty report that would read as failed gates.
+        if not done:
+            record["error"] = "the evaluator's deadline passed"
+            ev.write_json(out, "evaluator.json", record)
     t1 = time.monotonic()
     left = tidy(job, data, roles, kept)
     # Where the evaluator's time went besides the gates (the runner records it).
