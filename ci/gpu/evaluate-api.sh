@@ -98,8 +98,8 @@ trap - EXIT
 python3 - "$out" $tasks <<'PY'
 import json, os, statistics, sys
 out, tasks = sys.argv[1], sys.argv[2:]
-print("| task | cold s per evaluation | warm s per evaluation (p50) | warm evaluations per hour / cold | warm latency over the evaluator's gates (p50 ms) | untouched speedup (cold; warm runs) |")
-print("|---|---:|---:|---:|---:|---|")
+print("| task | cold s per evaluation | warm s per evaluation (p50) | warm evaluations per hour / cold | warm latency over the evaluator's gates (p50 ms) | untouched speedup (cold; warm runs) | over torch.compile (cold; warm runs) |")
+print("|---|---:|---:|---:|---:|---|---|")
 for task in tasks:
     name = os.path.basename(task)
     try:
@@ -114,7 +114,19 @@ for task in tasks:
     def speedup(r):
         cases = r["candidate"]["performance"]
         return statistics.fmean(c["baseline_ms"] / c["execution_time_ms"] for c in cases) if cases else float("nan")
+    def compiled(r):
+        cases = r["candidate"]["performance"]
+        ratios = []
+        for c in cases:
+            pairs = c.get("compiled_pairs_ms")
+            if not pairs:
+                why = c.get("compiled_error") or (r.get("evaluators", {}).get("candidate", {}).get("compiled_baseline") or {}).get("error")
+                return f"none ({str(why)[:120]})"
+            ratios.append(statistics.median(a / b for a, b in pairs))
+        return f"{statistics.fmean(ratios):.3f}" if ratios else "none"
     cold_sp = ", ".join(f"{speedup(r):.3f}" for r in cold["tasks"])
     warm_sp = ", ".join(f"{x:.3f}" for x in warm.get("speedups", []))
-    print(f"| {task} | {cold_s:.1f} | {warm_s:.2f} | {cold_s / warm_s:.1f}x | {warm['latency_over_gates_ms']['p50']:.0f} | {cold_sp}; {warm_sp} |")
+    cold_c = ", ".join(compiled(r) for r in cold["tasks"])
+    warm_c = ", ".join("none" if x is None else f"{x:.3f}" for x in warm.get("compiled_speedups", []))
+    print(f"| {task} | {cold_s:.1f} | {warm_s:.2f} | {cold_s / warm_s:.1f}x | {warm['latency_over_gates_ms']['p50']:.0f} | {cold_sp}; {warm_sp} | {cold_c}; {warm_c} |")
 PY

@@ -49,8 +49,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             (i, t.elapsed().as_secs_f64() * 1000.0, r)
         });
     }
-    let (mut lat, mut gates, mut ids, mut speedups) =
-        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let (mut lat, mut gates, mut ids, mut speedups, mut compiled) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let (mut busy, mut other, mut wrong_id) = (0, Vec::new(), 0);
     while let Some(j) = calls.join_next().await {
         let (i, ms, r) = j?;
@@ -61,6 +61,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 }
                 ids.push(e.evaluation_id.clone());
                 speedups.push(e.score.speedup);
+                compiled.push(e.score.compiled_speedup);
                 lat.push(ms);
                 let g: f64 = e.result.evaluators["candidate"]["gate_s"]
                     .as_object()
@@ -100,6 +101,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             "wall_s": wall,
             "evaluations_per_s": answered as f64 / wall,
             "speedups": speedups,
+            // Over the original compiled by torch.compile, where the task has that baseline.
+            "compiled_speedups": compiled,
         })
     );
     Ok(())

@@ -36,9 +36,12 @@ pub const OUTPUT: &str = "output";
 /// Keys of a case that only arena writes (its pairing and its reading of the report): a
 /// harness's report that holds them has them dropped, or a harness could hand the scorer its
 /// own "paired" baseline. Arena's trusted evaluator writes them ([`Writer::Arena`]).
-pub const ARENA_KEYS: [&str; 8] = [
+pub const ARENA_KEYS: [&str; 11] = [
     "baseline_ms",
     "pairs_ms",
+    "compiled_ms",
+    "compiled_pairs_ms",
+    "compiled_error",
     "paired_by",
     "pair_sessions",
     "samples_ms",

@@ -45,6 +45,24 @@ pub const CANDIDATE: Role = Role {
     name: "candidate",
     uid: 60002,
 };
+/// The original compiled by torch.compile, a second baseline timed beside the two kernels
+/// of a paired evaluation where the task's harness declares one (COMPILED_BASELINE:
+/// KernelBench's torch.compile column). A user of its own, so that the evaluator stops,
+/// times and cleans it up apart from the eager original; it reads the original's sources.
+pub const COMPILED: Role = Role {
+    name: "compiled",
+    uid: 60003,
+};
+
+/// The users an evaluator of `roles` has: the roles, and where they are the two of a paired
+/// evaluation, [`COMPILED`] (used only where the harness declares a compiled baseline).
+pub fn users_of(roles: &[Role]) -> Vec<Role> {
+    let mut users = roles.to_vec();
+    if roles.contains(&BASELINE) && roles.contains(&CANDIDATE) {
+        users.push(COMPILED);
+    }
+    users
+}
 
 macro_rules! files {
     ($($name:literal),* $(,)?) => {
@@ -201,10 +219,12 @@ impl Job {
         let mut kernels = std::collections::BTreeMap::new();
         let mut users = std::collections::BTreeMap::new();
         let mut scratch = std::collections::BTreeMap::new();
-        for r in roles {
+        for r in users_of(roles) {
             // Directories named by user: the two kernels' paths (and environments) are the
-            // same length, so that neither process is laid out differently for it.
-            kernels.insert(r.name, format!("{KERNELS}/{}", r.uid));
+            // same length, so that neither process is laid out differently for it. The
+            // compiled original reads the original's.
+            let sources = if r == COMPILED { BASELINE.uid } else { r.uid };
+            kernels.insert(r.name, format!("{KERNELS}/{sources}"));
             users.insert(
                 r.name,
                 Ids {
@@ -277,6 +297,44 @@ mod tests {
         assert!(digest().as_str().starts_with("sha256:"));
     }
 
+    /// A harness's COMPILED_BASELINE, read by python3 as the evaluator reads it: torch.compile's
+    /// keyword arguments as plain data, or refused naming the harness; absent, no baseline.
+    #[test]
+    fn a_compiled_baseline_is_plain_keyword_arguments_or_refused() {
+        let d = tempfile::tempdir().unwrap();
+        install(&d.path().join("t")).unwrap();
+        let script = r#"
+import sys, types
+sys.path.insert(0, sys.argv[1])
+import harness
+def m(**kw):
+    return types.SimpleNamespace(**kw)
+assert harness.compiled_options(m(), "h.py") is None
+assert harness.compiled_options(m(COMPILED_BASELINE={}), "h.py") == {}
+ok = {"backend": "inductor", "mode": "max-autotune", "options": {"triton.cudagraphs": False}}
+assert harness.compiled_options(m(COMPILED_BASELINE=ok), "h.py") == ok
+for bad in (True, "inductor", {"backend": print}, {1: "x"}, {"options": {"a": [1]}}):
+    try:
+        harness.compiled_options(m(COMPILED_BASELINE=bad), "h.py")
+    except ValueError as e:
+        assert str(e).startswith("h.py: COMPILED_BASELINE must be a dict"), e
+    else:
+        raise AssertionError(f"{bad!r} was taken")
+print("ok")
+"#;
+        let o = std::process::Command::new("python3")
+            .args(["-I", "-c", script])
+            .arg(d.path().join("t"))
+            .output()
+            .unwrap();
+        assert_eq!(
+            String::from_utf8_lossy(&o.stdout).trim(),
+            "ok",
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+
     /// The evaluator's codec, run by python3: a GPU batch's answer of thousands of output
     /// descriptors (2.5 MB) crosses a pipe; one past the limit is refused on both sides.
     #[test]
@@ -330,6 +388,10 @@ except wire.WireError as e:
         let v = serde_json::to_value(&j).unwrap();
         assert_eq!(v["harness"], "/arena/harness/task/scripts/h.py");
         assert_eq!(v["roles"], serde_json::json!(["baseline", "candidate"]));
+        // The compiled original's user: its own scratch, the original's sources.
+        assert_eq!(v["users"]["compiled"]["uid"], 60003);
+        assert_eq!(v["scratch"]["compiled"], "/scratch/60003");
+        assert_eq!(v["kernels"]["compiled"], v["kernels"]["baseline"]);
         assert_eq!(v["users"]["candidate"]["uid"], 60002);
         assert_eq!(v["scratch"]["baseline"], "/scratch/60001");
         assert_eq!(v["kernels"]["candidate"], "/arena/kernel/60002");

@@ -44,9 +44,65 @@ pub struct Aggregate {
     pub fast2: f64,
     /// fast_p at each of `FAST_P`.
     pub fast_p: Vec<FastP>,
+    /// Against the original compiled by torch.compile (KernelBench's second baseline), over
+    /// the tasks that have one; `None` where none has.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub vs_compiled: Option<CompiledColumn>,
     /// Task runs by how their numbers were measured (`trusted`, `self_reported_cross_checked`,
     /// `self_reported`, `unrecorded`): a table that mixes them says so.
     pub measured: BTreeMap<String, usize>,
+}
+
+/// The aggregates over the original compiled by torch.compile, over the tasks that have it
+/// as a baseline ([`TaskScore::vs_compiled`]). A run without that speedup (not correct, its
+/// performance gate failed, or the compiled original could not be timed) counts as not
+/// faster, as a failed run counts in fast_p.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CompiledColumn {
+    pub tasks: usize,
+    /// Geometric mean over tasks with a speedup over the compiled original in some run of
+    /// their mean over those runs.
+    pub geomean_speedup: Option<f64>,
+    /// fast_p at each of `FAST_P`, the compiled original as the baseline.
+    pub fast_p: Vec<FastP>,
+}
+
+fn compiled_column(by_task: &BTreeMap<&str, Vec<&TaskScore>>) -> Option<CompiledColumn> {
+    let tasks: Vec<&Vec<&TaskScore>> = by_task
+        .values()
+        .filter(|runs| runs.iter().any(|s| s.vs_compiled))
+        .collect();
+    if tasks.is_empty() {
+        return None;
+    }
+    let logs: Vec<f64> = tasks
+        .iter()
+        .filter_map(|runs| {
+            let got: Vec<f64> = runs.iter().filter_map(|s| s.compiled_speedup).collect();
+            (!got.is_empty()).then(|| mean(got).ln())
+        })
+        .collect();
+    let n = tasks.len() as f64;
+    Some(CompiledColumn {
+        tasks: tasks.len(),
+        geomean_speedup: (!logs.is_empty()).then(|| mean(logs.iter().copied()).exp()),
+        fast_p: FAST_P
+            .iter()
+            .map(|&p| FastP {
+                p,
+                percent: 100.0
+                    * tasks
+                        .iter()
+                        .map(|runs| {
+                            mean(runs.iter().map(|s| {
+                                frac(s.correct && s.compiled_speedup.is_some_and(|x| x > p))
+                            }))
+                        })
+                        .sum::<f64>()
+                    / n,
+            })
+            .collect(),
+    })
 }
 
 pub(crate) fn mean(xs: impl IntoIterator<Item = f64>) -> f64 {
@@ -161,6 +217,7 @@ pub fn aggregate(label: &str, scores: &[&TaskScore]) -> Aggregate {
                 percent: 100.0 * per_task.iter().map(|t| t.fast[k]).sum::<f64>() / n,
             })
             .collect(),
+        vs_compiled: compiled_column(&by_task),
         measured: scores.iter().fold(BTreeMap::new(), |mut m, s| {
             *m.entry(trust_key(s.trust)).or_default() += 1;
             m
@@ -202,6 +259,8 @@ mod tests {
             },
             speedup_interval: None,
             unpaired_speedup: None,
+            compiled_speedup: None,
+            vs_compiled: false,
         }
     }
 
@@ -314,6 +373,36 @@ mod tests {
         assert_eq!(rows[1].geomean_speedup, None);
         assert!(close(rows[2].compile_rate, 50.0));
         assert!(close(rows[2].mean_score, 160.0));
+    }
+
+    #[test]
+    fn the_compiled_column_counts_its_tasks_only_and_failed_runs_as_slower() {
+        let mut a = s("a", "kernelbench", 0, true, true, 3.0);
+        a.vs_compiled = true;
+        a.compiled_speedup = Some(2.0);
+        let mut a1 = s("a", "kernelbench", 1, true, true, 3.0);
+        a1.vs_compiled = true;
+        a1.compiled_speedup = Some(0.5);
+        // Correct, but the compiled original could not be timed: not faster than it.
+        let mut b = s("b", "kernelbench", 0, true, true, 1.2);
+        b.vs_compiled = true;
+        let mut b1 = s("b", "kernelbench", 1, true, false, 0.0);
+        b1.vs_compiled = true;
+        // A task without a compiled baseline is not in the column.
+        let c = s("c", "triton2triton", 0, true, true, 5.0);
+        let rows = aggregate_by_type(&[a, a1, b, b1, c]).unwrap();
+        let kb = rows[0].vs_compiled.as_ref().unwrap();
+        assert_eq!(kb.tasks, 2);
+        // Only a has a speedup over it: its mean over runs, 1.25.
+        assert!(close(kb.geomean_speedup.unwrap(), 1.25));
+        let at = |p: f64| kb.fast_p.iter().find(|f| f.p == p).unwrap().percent;
+        // p = 0: a in both runs, b in neither (no speedup measured) → (1 + 0) / 2.
+        assert!(close(at(0.0), 50.0));
+        // p = 1: a in run 0 only → (0.5 + 0) / 2.
+        assert!(close(at(1.0), 25.0));
+        assert!(close(at(2.0), 0.0));
+        assert_eq!(rows[1].vs_compiled, None, "triton2triton has none");
+        assert_eq!(rows[2].vs_compiled.as_ref().unwrap().tasks, 2, "all");
     }
 
     #[test]

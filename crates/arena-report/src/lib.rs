@@ -68,6 +68,14 @@ impl Report {
             "\nfast_p as KernelBench counts it (% of task runs correct and faster than p×):\n\n",
         );
         out.push_str(&table::fast_p_markdown(&self.aggregates));
+        let compiled = table::compiled_markdown(&self.aggregates);
+        if !compiled.is_empty() {
+            out.push_str(
+                "\nAgainst the original compiled by torch.compile (timed in the same pairs; fast_p \
+                 as above, a run without that speedup counted as not faster):\n\n",
+            );
+            out.push_str(&compiled);
+        }
         if self.noise_aware.iter().any(|n| n.with_interval > 0) {
             out.push_str("\nNoise-aware (95% bootstrap intervals of the paired samples):\n\n");
             out.push_str(&noise::markdown(&self.noise_aware));
@@ -111,6 +119,8 @@ mod tests {
             trust,
             speedup_interval: None,
             unpaired_speedup: None,
+            compiled_speedup: None,
+            vs_compiled: false,
         }
     }
 

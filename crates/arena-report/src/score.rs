@@ -137,6 +137,15 @@ pub struct TaskScore {
     /// the candidate's first paired sample). Where cases were paired.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub unpaired_speedup: Option<f64>,
+    /// The speedup over the original compiled by torch.compile, timed in the same pairs
+    /// ([`compiled_speedup`]): KernelBench's second column. Where measured.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub compiled_speedup: Option<f64>,
+    /// Whether the task has a compiled baseline (its harness declares one), measured or not:
+    /// such tasks make the aggregates' torch.compile columns, a run without the speedup
+    /// counting as not faster.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub vs_compiled: bool,
 }
 
 /// The first case with a time below the evaluation's device floor, where one was measured:
@@ -156,6 +165,30 @@ fn below_floor(e: &arena_eval::record::Evaluation) -> Option<PerfFailure> {
                 floor_ms: floor,
             })
     })
+}
+
+/// The speedup over the original compiled by torch.compile (KernelBench's second column):
+/// the mean over the candidate's cases of the median ratio of its `compiled_pairs_ms`, timed
+/// in the same pairs as the eager original. `None` unless every case has them.
+pub fn compiled_speedup(candidate: &[PerfCase]) -> Option<f64> {
+    if candidate.is_empty() {
+        return None;
+    }
+    let ratios: Vec<f64> = candidate
+        .iter()
+        .map(|c| {
+            crate::stats::pairs_at(c, "compiled_pairs_ms").map(|p| crate::stats::pair_ratio(&p))
+        })
+        .collect::<Option<_>>()?;
+    Some(ratios.iter().sum::<f64>() / ratios.len() as f64)
+}
+
+/// Whether the candidate's evaluation had a compiled baseline to be timed against (the task's
+/// harness declares one): its evaluator's record says so, measured or not.
+fn has_compiled_baseline(r: &TaskResult) -> bool {
+    r.evaluators
+        .get("candidate")
+        .is_some_and(|e| e.get("compiled_baseline").is_some())
 }
 
 /// AgentKernelArena's single-sample speedup of paired cases ([`TaskScore::unpaired_speedup`]).
@@ -212,6 +245,10 @@ pub fn score_task(r: &TaskResult) -> TaskScore {
         unpaired_speedup: (speedup > 0.0)
             .then(|| unpaired_speedup(&r.baseline.performance, &r.candidate.performance))
             .flatten(),
+        compiled_speedup: (speedup > 0.0)
+            .then(|| compiled_speedup(&r.candidate.performance))
+            .flatten(),
+        vs_compiled: has_compiled_baseline(r),
         performance_failure,
         trust: r.trust,
     }
@@ -297,6 +334,35 @@ mod tests {
             speedup(&cases(&[("a", 4.0)]), &cases(&[("a", 2.0), ("z", 1.0)])),
             Ok(2.0)
         );
+    }
+
+    #[test]
+    fn the_speedup_over_the_compiled_original_needs_every_case_paired_with_it() {
+        let mut a = paired("a", &[(4.0, 2.0), (4.0, 2.0), (4.0, 2.0)]);
+        let mut b = paired("b", &[(3.0, 1.0), (3.0, 1.0)]);
+        // Ratios 1.5, 3 and 1: the median is 1.5; case b's is 0.5; the mean 1.0.
+        a.extra.insert(
+            "compiled_pairs_ms".into(),
+            serde_json::json!([[3.0, 2.0], [6.0, 2.0], [2.0, 2.0]]),
+        );
+        b.extra.insert(
+            "compiled_pairs_ms".into(),
+            serde_json::json!([[0.5, 1.0], [0.5, 1.0]]),
+        );
+        assert_eq!(compiled_speedup(&[a.clone(), b.clone()]), Some(1.0));
+        // A case where it could not be timed: no column at all, never a partial mean.
+        b.extra.remove("compiled_pairs_ms");
+        b.extra
+            .insert("compiled_error".into(), serde_json::json!("wrong output"));
+        assert_eq!(compiled_speedup(&[a.clone(), b]), None);
+        // A time that is not one (a harness's report has these keys dropped; arena's own
+        // never writes one, but a zero is not read as infinitely fast).
+        a.extra.insert(
+            "compiled_pairs_ms".into(),
+            serde_json::json!([[0.0, 2.0], [6.0, 2.0]]),
+        );
+        assert_eq!(compiled_speedup(&[a]), None);
+        assert_eq!(compiled_speedup(&[]), None);
     }
 
     fn paired(id: &str, pairs: &[(f64, f64)]) -> PerfCase {

@@ -29,7 +29,14 @@ pub fn quantile(sorted: &[f64], q: f64) -> f64 {
 /// The paired (baseline, candidate) batch times of a case, from the trusted evaluator's
 /// `pairs_ms`, where it has them.
 pub fn pairs(case: &PerfCase) -> Option<Vec<(f64, f64)>> {
-    let v = case.extra.get("pairs_ms")?.as_array()?;
+    pairs_at(case, "pairs_ms")
+}
+
+/// The (other kernel, candidate) batch times of a case under `key` (`pairs_ms`, or
+/// `compiled_pairs_ms`: the original compiled by torch.compile beside the candidate), where
+/// the case has at least two, all of them times.
+pub fn pairs_at(case: &PerfCase, key: &str) -> Option<Vec<(f64, f64)>> {
+    let v = case.extra.get(key)?.as_array()?;
     let p: Vec<(f64, f64)> = v
         .iter()
         .filter_map(|p| Some((p.get(0)?.as_f64()?, p.get(1)?.as_f64()?)))

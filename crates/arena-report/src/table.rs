@@ -63,6 +63,45 @@ pub fn fast_p_markdown(rows: &[Aggregate]) -> String {
     out
 }
 
+/// fast_p and the geometric mean against the original compiled by torch.compile, for the rows
+/// that have tasks with that baseline (KernelBench's); empty where none has.
+pub fn compiled_markdown(rows: &[Aggregate]) -> String {
+    let with: Vec<(&Aggregate, &crate::aggregate::CompiledColumn)> = rows
+        .iter()
+        .filter_map(|a| Some((a, a.vs_compiled.as_ref()?)))
+        .collect();
+    let Some((_, first)) = with.first() else {
+        return String::new();
+    };
+    let heads: Vec<String> = first
+        .fast_p
+        .iter()
+        .map(|f| format!("p = {}", f.p))
+        .collect();
+    let mut out = format!(
+        "| task type | tasks | geomean | {} |\n|---|---:|---:|",
+        heads.join(" | ")
+    );
+    out.push_str(&"---:|".repeat(heads.len()));
+    out.push('\n');
+    for (a, c) in with {
+        let cells: Vec<String> = c
+            .fast_p
+            .iter()
+            .map(|f| format!("{:.1}", f.percent))
+            .collect();
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} |",
+            a.task_type,
+            c.tasks,
+            opt(c.geomean_speedup, 3),
+            cells.join(" | ")
+        );
+    }
+    out
+}
+
 pub fn aggregates_csv(rows: &[Aggregate]) -> String {
     let mut out = String::from("task_type,tasks,runs,compile_rate,correct_rate,mean_speedup,sigma_r,mean_score,geomean_speedup,fast1,fast2\n");
     let o = |v: Option<f64>| v.map(|x| x.to_string()).unwrap_or_default();
@@ -160,8 +199,22 @@ mod tests {
                     percent: 12.5,
                 },
             ],
+            vs_compiled: None,
             measured: Default::default(),
         };
+        assert_eq!(compiled_markdown(std::slice::from_ref(&a)), "");
+        let mut kb = a.clone();
+        kb.task_type = "kernelbench".into();
+        kb.vs_compiled = Some(crate::aggregate::CompiledColumn {
+            tasks: 2,
+            geomean_speedup: Some(0.8),
+            fast_p: kb.fast_p.clone(),
+        });
+        assert_eq!(
+            compiled_markdown(&[a.clone(), kb]),
+            "| task type | tasks | geomean | p = 0 | p = 1 |\n|---|---:|---:|---:|---:|\n\
+             | kernelbench | 2 | 0.800 | 50.0 | 12.5 |\n"
+        );
         let md = aggregates_markdown(std::slice::from_ref(&a));
         let last = md.lines().last().unwrap();
         assert_eq!(

@@ -4,7 +4,11 @@
 //! $ARENA_WHEEL_DIR, else ~/.cache/arena/wheels), and evaluated by arena's trusted evaluator in
 //! containers through the Evaluate API: the untouched ModelNew passes every gate, one that is
 //! wrong fails correctness naming the error, one that returns cached outputs fails; and one
-//! `arenactl run` of a task scores as the API does. Needs root, containerd and runc.
+//! `arenactl run` of a task scores as the API does. The original compiled by torch.compile is
+//! timed beside them as KernelBench's second baseline: the image has no C++ compiler for
+//! inductor, so where inductor generates code the result says why it could not be; one task's
+//! harness asks for the `aot_eager` backend (no compiler), which gets the column. Needs root,
+//! containerd and runc.
 
 mod common;
 
@@ -46,6 +50,10 @@ fn wheels() -> PathBuf {
     dir
 }
 
+/// The task whose harness compiles its original with `aot_eager` (inductor needs a C++
+/// compiler, which the image lacks).
+const AOT_EAGER: &str = PROBLEMS[2];
+
 /// The problems imported under `dir/tasks/kernelbench` and locked on cuda-pytorch.
 fn lock(dir: &Path, wheels: &Path, store: &Path) -> PathBuf {
     let o = arenactl()
@@ -60,6 +68,18 @@ fn lock(dir: &Path, wheels: &Path, store: &Path) -> PathBuf {
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", show(&o));
+    let harness = dir
+        .join("tasks")
+        .join(AOT_EAGER)
+        .join("scripts/task_runner.py");
+    let text = std::fs::read_to_string(&harness).unwrap();
+    let line = "\nCOMPILED_BASELINE = {}\n";
+    assert!(text.contains(line), "{}", harness.display());
+    std::fs::write(
+        &harness,
+        text.replace(line, "\nCOMPILED_BASELINE = {\"backend\": \"aot_eager\"}\n"),
+    )
+    .unwrap();
     std::fs::write(
         dir.join("sets.toml"),
         format!(
@@ -154,10 +174,38 @@ fn kernelbench_problems_evaluate_on_the_cpu() {
         let r = &e.result;
         assert_eq!(r.trust, arena_run::result::Trust::Trusted, "{task}");
         assert_eq!(r.evaluators["candidate"]["device"], "cpu", "{task}");
+        assert!(e.score.vs_compiled, "{task}: {}", e.result_json);
+        let compiled = &r.evaluators["candidate"]["compiled_baseline"];
         match *agent {
+            "untouched" if task == AOT_EAGER => {
+                assert!(e.score.correct, "{task}: {}", e.result_json);
+                assert_eq!(compiled["options"]["backend"], "aot_eager", "{task}");
+                assert!(compiled.get("error").is_none(), "{task}: {compiled}");
+                for c in &r.candidate.performance {
+                    let pairs = c.extra["compiled_pairs_ms"].as_array().unwrap();
+                    assert_eq!(pairs.len(), c.extra["pairs_ms"].as_array().unwrap().len());
+                    assert!(c.extra["compiled_ms"].as_f64().unwrap() > 0.0, "{task}");
+                }
+                let s = e.score.compiled_speedup.unwrap();
+                assert!(s > 0.0 && s.is_finite(), "{task}: {s}");
+            }
             "untouched" => {
                 assert!(e.score.correct, "{task}: {}", e.result_json);
                 assert!(e.score.speedup > 0.0, "{task}: {}", e.result_json);
+                // Inductor generates C++ for a CPU, and the image has no compiler: Swish
+                // (pointwise) cannot be compiled, and the column is missing with its reason,
+                // the task's score as without it. A problem inductor hands to ATen whole (a
+                // matrix product) needs none, and has the column.
+                match compiled.get("error").and_then(|v| v.as_str()) {
+                    Some(why) => {
+                        assert!(why.to_lowercase().contains("compiler"), "{task}: {why}");
+                        assert_eq!(e.score.compiled_speedup, None, "{task}");
+                    }
+                    None => assert!(e.score.compiled_speedup.is_some(), "{task}: {compiled}"),
+                }
+                if task.ends_with("25_Swish") {
+                    assert!(compiled.get("error").is_some(), "{task}: {compiled}");
+                }
             }
             _ => {
                 assert!(

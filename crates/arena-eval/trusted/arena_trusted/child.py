@@ -31,9 +31,10 @@ class Instances:
     on a GPU task. Construction happens on an untimed call: the compile and correctness gates
     call every configuration before it is timed."""
 
-    def __init__(self, cls, device):
+    def __init__(self, cls, device, compiled=None):
         self.cls = cls
         self.device = device
+        self.compiled = compiled
         self.made = {}
 
     def __call__(self, init, *args):
@@ -53,6 +54,10 @@ class Instances:
                 inst.requires_grad_(False)
                 if self.device == "cuda":
                     inst = inst.cuda()
+            if self.compiled is not None:
+                import torch as compiler
+
+                inst = compiler.compile(inst, **self.compiled)
             self.made[init] = inst
         return inst(*args)
 
@@ -78,7 +83,8 @@ class Child:
     def load(self, msg):
         # A process kept between a warm evaluator's evaluations (the original's) is asked to
         # load the same module again: what it loaded and built stays.
-        key = (msg["source"], msg["entry"], msg.get("device"))
+        compiled = msg.get("compiled")
+        key = (msg["source"], msg["entry"], msg.get("device"), repr(compiled))
         if self.fn is not None and getattr(self, "loaded", None) == key:
             return {}
         path = msg["source"]
@@ -89,7 +95,16 @@ class Child:
         fn = getattr(module, msg["entry"], None)
         if not callable(fn):
             raise AttributeError(f"{msg['source_rel']} defines no callable `{msg['entry']}`")
-        self.fn = Instances(fn, msg.get("device")) if isinstance(fn, type) else fn
+        if isinstance(fn, type):
+            self.fn = Instances(fn, msg.get("device"), compiled)
+        elif compiled is not None:
+            # The original compiled by torch.compile (a baseline of the evaluator's, never the
+            # kernel under test): compiled on its first call, which is untimed.
+            import torch
+
+            self.fn = torch.compile(fn, **compiled)
+        else:
+            self.fn = fn
         if msg.get("device") == "cuda":
             import gpu  # noqa: E402
 

@@ -44,7 +44,7 @@ def configs_of(job, harness):
     return [(ast.literal_eval(c["entry"]), c["category"]) for c in sealed["configs"]], True
 
 
-def child_env(job, role):
+def child_env(job, role, compiled=False):
     scratch = job["scratch"][role]
     env = {
         "PATH": "/usr/local/bin:/usr/bin:/bin",
@@ -56,7 +56,33 @@ def child_env(job, role):
     for k in job.get("pass_env", []):
         if k in os.environ:
             env[k] = os.environ[k]
+    if compiled:
+        # torch.compile compiles in this process: no pool of worker processes that would
+        # outlive the evaluation's timing (and stay behind as the original's user). Its cache
+        # goes to the scratch, named without asking the user database (which has no entry
+        # for a kernel's user: getpass.getuser() reads USER first).
+        env["TORCHINDUCTOR_COMPILE_THREADS"] = "1"
+        env["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(scratch, ".inductor")
+        env["USER"] = f"arena{job['users'][role]['uid']}"
     return env
+
+
+COMPILED = "compiled"
+# Why the compiled original could not be compiled, once it could not in this evaluator: its
+# failure is the environment's (no C++ compiler for inductor, a library missing), and a later
+# session or evaluation would pay the attempt again for the same answer.
+_COMPILED_FAILED = []
+
+
+def compiled_baseline(job, harness, roles):
+    """torch.compile's options for a baseline of the original compiled (the harness's
+    COMPILED_BASELINE, KernelBench's second speedup column), in a paired evaluation of the
+    visible configurations whose job has a user for it (COMPILED: a user of its own, so
+    that it is stopped, timed and cleaned up apart from the eager original); else None."""
+    opts = harness.compiled_baseline
+    if opts is None or len(roles) != 2 or job.get("unseen") or COMPILED not in job.get("users", {}):
+        return None
+    return opts
 
 
 def zygote_for(job, harness):
@@ -140,19 +166,49 @@ def run_gates(job, harness, data, configs, hidden, roles, out, gates, record, zy
     kernels = []
     kept = {} if kept is None else kept
 
+    compiled_opts = compiled_baseline(job, harness, roles)
+    if compiled_opts is not None:
+        record["compiled_baseline"] = {"options": compiled_opts}
+
+    def kernel(role, compiled=None):
+        """`role`'s kernel process: the one `kept` holds if it still runs, else a new one."""
+        k = kept.pop(role, None)
+        if k is not None and not k.alive():
+            k.close()
+            k = None
+        if k is None:
+            k = Kernel(role, job, child_env(job, role, compiled is not None), zygote)
+            k.compiled = compiled
+            k.optional = compiled is not None
+            k.source = os.path.join(job["kernels"][role], harness.source)
+            k.source_rel = harness.source
+            k.freeze()
+            k.kept = role in job.get("keep_processes", [])
+        return k
+
     def start():
         for role in roles:
-            k = kept.pop(role, None)
-            if k is not None and not k.alive():
-                k.close()
-                k = None
-            if k is None:
-                k = Kernel(role, job, child_env(job, role), zygote)
-                k.source = os.path.join(job["kernels"][role], harness.source)
-                k.source_rel = harness.source
-                k.freeze()
-                k.kept = role in job.get("keep_processes", [])
-            kernels.append(k)
+            kernels.append(kernel(role))
+
+    def start_compiled():
+        """The original compiled by torch.compile (the original's sources, as the COMPILED
+        user), loaded and run once; placed before the judged kernel. Where it fails, the
+        evaluation goes on without it and the record says why."""
+        if _COMPILED_FAILED:
+            record["compiled_baseline"]["error"] = _COMPILED_FAILED[0] + " (an earlier attempt in this evaluator)"
+            return False
+        t = time.monotonic()
+        k = kernel(COMPILED, compiled_opts)
+        ok, rep = s.compile([k])
+        record["compiled_baseline"]["compile_s"] = round(time.monotonic() - t, 3)
+        if not ok:
+            k.close()
+            record["compiled_baseline"]["error"] = rep["error"]
+            _COMPILED_FAILED.append(rep["error"])
+            return False
+        record["compiled_baseline"].pop("error", None)
+        kernels.insert(len(kernels) - 1, k)
+        return True
 
     def restart():
         """Fresh processes of both kernels, loaded and run once (a performance session)."""
@@ -163,6 +219,8 @@ def run_gates(job, harness, data, configs, hidden, roles, out, gates, record, zy
         ok, rep = s.compile(kernels)
         if not ok:
             raise KernelFailed(rep["error"])
+        if compiled_opts is not None:
+            start_compiled()
         return list(kernels)
 
     ended_well = False
@@ -183,6 +241,8 @@ def run_gates(job, harness, data, configs, hidden, roles, out, gates, record, zy
             record["gate_s"]["correctness"] = time.monotonic() - t
             write_json(out, "correctness_report.json", rep)
             gates.write(f"correctness {0 if ok else 1}\n")
+        if ok and compiled_opts is not None:
+            start_compiled()
         if ok:
             t = time.monotonic()
             ok, cases = s.performance(list(kernels), restart)

@@ -7,8 +7,10 @@ configurations), make_inputs(config, seed) (the call's arguments, a tuple), refe
 (the right output) and optionally check(got, want) (raises AssertionError; default: equality)
 and DEVICE ("cpu" or "cuda"), or DEVICES, the devices it runs on in the order preferred: the
 evaluator then picks the GPU where its container has one, else the CPU, and sets DEVICE in the
-module; and optionally PRELOAD, the modules every kernel imports first (loaded once in the
-process kernel processes are forked from: zygote.py). Only the evaluator imports it; kernel
+module; optionally PRELOAD, the modules every kernel imports first (loaded once in the
+process kernel processes are forked from: zygote.py); and optionally COMPILED_BASELINE,
+torch.compile's keyword arguments: the original is then also timed compiled, a second
+baseline (KernelBench's torch.compile column). Only the evaluator imports it; kernel
 processes cannot read it.
 """
 import importlib.util
@@ -63,6 +65,21 @@ def pick_device(m, path, accelerator):
     )
 
 
+def compiled_options(m, path):
+    """COMPILED_BASELINE: torch.compile's keyword arguments (a dict of plain values, {} for its
+    defaults) for a second baseline, the original compiled; None where the harness has none."""
+    opts = getattr(m, "COMPILED_BASELINE", None)
+    if opts is None:
+        return None
+    plain = (str, int, float, bool, type(None))
+    if not isinstance(opts, dict) or not all(
+        isinstance(k, str) and (isinstance(v, plain) or (isinstance(v, dict) and all(isinstance(x, plain) for x in v.values())))
+        for k, v in opts.items()
+    ):
+        raise ValueError(f"{path}: COMPILED_BASELINE must be a dict of torch.compile's keyword arguments (plain values), not {opts!r}")
+    return opts
+
+
 class Harness:
     def __init__(self, path, accelerator=True):
         sys.path.insert(0, os.path.dirname(path))
@@ -83,3 +100,4 @@ class Harness:
         if self.device == "cuda":
             default = tensor_check(getattr(m, "ATOL", 1e-5), getattr(m, "RTOL", 1e-5))
         self.check = getattr(m, "check", default)
+        self.compiled_baseline = compiled_options(m, path)

@@ -23,6 +23,11 @@ class Kernel:
         """The kernel process of `role`: forked by `zygote` where there is one (zygote.py),
         else started afresh."""
         self.role = role
+        # A kernel whose failure is its own (the compiled original's): the evaluation goes
+        # on without it, and says why.
+        self.optional = False
+        # torch.compile's options where the process runs ENTRY compiled.
+        self.compiled = None
         ids = job["users"][role]
         self.uid, self.gid = ids["uid"], ids["gid"]
         self.timeout = None

@@ -124,13 +124,16 @@ class Session:
         return True, {"status": "ok", "error": None}
 
     def load_msg(self, k):
-        return {
+        msg = {
             "op": "load",
             "source": k.source,
             "source_rel": k.source_rel,
             "entry": self.h.entry,
             "device": self.h.device,
         }
+        if k.compiled is not None:
+            msg["compiled"] = k.compiled
+        return msg
 
     def correctness(self, kernel):
         trials = int(self.job.get("trials", 2))
@@ -192,22 +195,29 @@ class Session:
         landed) differs from the next one's by a few percent for identical code, so one
         process pair is one sample of that, however many batches it times. The cases then
         say which session each pair came from, and the interval is over sessions. GPU
-        batches are replayed graphs, timed by the device: one session."""
+        batches are replayed graphs, timed by the device: one session.
+
+        The first kernel is the baseline, the last the one judged; an optional kernel between
+        them (the original compiled by torch.compile) is timed in the same pairs, each of its
+        times beside the judged kernel's (`<role>_ms`, `<role>_pairs_ms`), and where it fails
+        (its output is wrong, it cannot run) the case goes on without it and says why
+        (`<role>_error`)."""
         perf = self.job["perf"]
         pairs = int(perf["pairs"])
         target = float(perf["target_batch_ms"]) / 1000.0
         max_calls = int(perf["max_calls"])
         sessions = 1
-        if restart is not None and self.h.device != "cuda" and len(kernels) == 2:
+        if restart is not None and self.h.device != "cuda" and len(kernels) >= 2:
             sessions = max(1, min(pairs, int(perf.get("sessions", 1))))
         share = [pairs // sessions + (1 if s < pairs % sessions else 0) for s in range(sessions)]
         roles = [k.role for k in kernels]
+        optional = [k.role for k in kernels if k.optional]
         state = []
         for i in range(len(self.configs)):
             case = {"test_case_id": f"u{i}" if self.hidden else f"perf{i + 1}", "execution_time_ms": -1.0}
             if not self.hidden:
                 case["params"] = {"shape": _jsonable(self.configs[i][0])}
-            state.append({"case": case, "n": None, "graph": None, "times": {r: [] for r in roles}, "session": []})
+            state.append({"case": case, "n": None, "graph": None, "times": {r: [] for r in roles}, "session": [], "dropped": {}})
         for s in range(sessions):
             if s > 0:
                 try:
@@ -216,6 +226,10 @@ class Session:
                     for st in state:
                         st["case"].setdefault("error", f"fresh kernel processes for session {s + 1}: {e}")
                     break
+                for role in optional:
+                    if role not in [k.role for k in kernels]:
+                        for st in state:
+                            st["dropped"].setdefault(role, f"its fresh process for session {s + 1} did not start")
             for i, st in enumerate(state):
                 if "error" in st["case"]:
                     continue
@@ -234,19 +248,25 @@ class Session:
             case["execution_time_ms"] = statistics.median(times[main])
             case["samples_ms"] = times[main]
             case["calls_per_batch"] = st["n"]
-            case["timing"] = {r: "graph" if g else "eager" for r, g in st["graph"].items()}
+            case["timing"] = {r: "graph" if g else "eager" for r, g in st["graph"].items() if r not in st["dropped"]}
             case["method"] = (
                 "arena trusted: batches of calls timed by the evaluator, fresh inputs, every output checked"
                 + (", each batch a CUDA graph replayed where the kernel can be captured" if any(st["graph"].values()) else "")
                 + (f", {sessions} sessions of fresh kernel processes" if sessions > 1 else "")
             )
-            if len(roles) == 2:
+            if len(roles) >= 2:
                 base = roles[0]
                 case["baseline_ms"] = statistics.median(times[base])
                 case["pairs_ms"] = [[b, c] for b, c in zip(times[base], times[main])]
                 if sessions > 1:
                     case["paired_by"] = "session"
                     case["pair_sessions"] = st["session"]
+            for role in optional:
+                if role in st["dropped"]:
+                    case[f"{role}_error"] = st["dropped"][role]
+                    continue
+                case[f"{role}_ms"] = statistics.median(times[role])
+                case[f"{role}_pairs_ms"] = [[o, c] for o, c in zip(times[role], times[main])]
             cases.append(case)
         return not failed, cases
 
@@ -257,28 +277,52 @@ class Session:
         if st["n"] is None:
             n = {}
             cap = min(max_calls, self.data.calls_cap(self.fresh(i, "size")[0]))
-            for k in kernels:
-                for _ in range(int(perf["warmup_batches"])):
-                    t1, _ = self.batch(k, i, 1, "warmup", "performance")
-                # A batch of one is mostly round trip: size a second guess by it, then
-                # the batch by the second guess's time per call.
-                guess = max(1, min(cap, int(target / max(t1, 1e-7))))
-                t2, _ = self.batch(k, i, guess, "warmup", "performance")
-                n[k.role] = max(1, min(cap, int(target * guess / max(t2, 1e-7))))
-            st["graph"] = self._graphs(kernels, i, n, cap, target, st["case"])
+            for k in self._live(kernels, st):
+
+                def size(k=k):
+                    for _ in range(int(perf["warmup_batches"])):
+                        t1, _ = self.batch(k, i, 1, "warmup", "performance")
+                    # A batch of one is mostly round trip: size a second guess by it, then
+                    # the batch by the second guess's time per call.
+                    guess = max(1, min(cap, int(target / max(t1, 1e-7))))
+                    t2, _ = self.batch(k, i, guess, "warmup", "performance")
+                    n[k.role] = max(1, min(cap, int(target * guess / max(t2, 1e-7))))
+
+                self._guarded(k, st, size)
+            st["graph"] = self._graphs(self._live(kernels, st), i, n, cap, target, st)
             st["n"] = n
         else:
-            for k in kernels:
-                self.batch(k, i, 1, "warmup", "performance")
+            for k in self._live(kernels, st):
+                self._guarded(k, st, lambda k=k: self.batch(k, i, 1, "warmup", "performance"))
         for _ in range(pairs):
-            order = list(kernels)
+            order = self._live(kernels, st)
             self.rng.shuffle(order)
             for k in order:
-                t, _ = self.batch(k, i, st["n"][k.role], "performance", "performance", st["graph"][k.role])
-                st["times"][k.role].append(1000.0 * t / st["n"][k.role])
+
+                def timed(k=k):
+                    t, _ = self.batch(k, i, st["n"][k.role], "performance", "performance", st["graph"][k.role])
+                    st["times"][k.role].append(1000.0 * t / st["n"][k.role])
+
+                self._guarded(k, st, timed)
             st["session"].append(session)
 
-    def _graphs(self, kernels, i, n, cap, target, case):
+    @staticmethod
+    def _live(kernels, st):
+        return [k for k in kernels if k.role not in st["dropped"]]
+
+    def _guarded(self, k, st, step):
+        """Runs `step` of kernel `k`. A failure of an optional kernel (its output is wrong, its
+        process failed, the device has no room for its inputs) drops it from the case, its
+        reason kept, and gives its device memory back; any other kernel's is the case's."""
+        try:
+            step()
+        except Exception as e:
+            if not k.optional or not (isinstance(e, (CheckFailed, KernelFailed, NotCapturable)) or out_of_memory(e)):
+                raise
+            st["dropped"][k.role] = str(e)[:500] or type(e).__name__
+            self.data.forget(k)
+
+    def _graphs(self, kernels, i, n, cap, target, st):
         """Which kernels configuration `i` times by graph replay: one captured batch of each
         (untimed here; its outputs are checked), its batches then sized to the target again
         by the replay's time. A kernel that cannot be captured is timed eagerly, its launch
@@ -289,15 +333,19 @@ class Session:
             return graph
         max_calls = int(self.job["perf"]["max_calls"])
         for k in kernels:
-            try:
-                t, _ = self.batch(k, i, n[k.role], "warmup", "performance", graph=True)
-            except NotCapturable as e:
-                case.setdefault("graph_error", {})[k.role] = str(e)
-                continue
-            graph[k.role] = True
-            # Never fewer calls than eagerly: a replay is not slower per call, and one slow
-            # sizing batch must not leave the case with batches of a few calls.
-            n[k.role] = max(n[k.role], min(cap, max_calls, int(target * n[k.role] / max(t, 1e-7))))
+
+            def capture(k=k):
+                try:
+                    t, _ = self.batch(k, i, n[k.role], "warmup", "performance", graph=True)
+                except NotCapturable as e:
+                    st["case"].setdefault("graph_error", {})[k.role] = str(e)
+                    return
+                graph[k.role] = True
+                # Never fewer calls than eagerly: a replay is not slower per call, and one slow
+                # sizing batch must not leave the case with batches of a few calls.
+                n[k.role] = max(n[k.role], min(cap, max_calls, int(target * n[k.role] / max(t, 1e-7))))
+
+            self._guarded(k, st, capture)
         return graph
 
 def _jsonable(x):

@@ -164,7 +164,9 @@ def one(job, harness, data, configs, msg, zygote, kept):
             record["error"] = "the evaluator's deadline passed"
             ev.write_json(out, "evaluator.json", record)
     t1 = time.monotonic()
-    left = tidy(job, data, roles, kept)
+    # The compiled original's user, where the evaluation had one, is tidied as the others.
+    users = roles + ([ev.COMPILED] if ev.compiled_baseline(job, harness, roles) is not None else [])
+    left = tidy(job, data, users, kept)
     # Where the evaluator's time went besides the gates (the runner records it).
     times = {"evaluation_s": t1 - t0, "tidy_s": time.monotonic() - t1}
     if left:

@@ -116,7 +116,7 @@ pub(super) fn table(report: &Report, results: &[&TaskResult], info: &PageInfo) -
     let mut out = String::from(
         "<table id=\"tasks\"><thead><tr><th>task</th><th>type</th><th>repeat</th><th>trust</th>\
          <th>compiled</th><th>correct</th><th>speedup</th><th>95% interval</th>\
-         <th>one sample (AKA)</th><th>score</th>\
+         <th>one sample (AKA)</th><th>vs torch.compile</th><th>score</th>\
          <th>why not scored higher</th><th>unseen quadrant</th><th>unseen speedup</th>\
          <th>logs</th><th>details</th></tr></thead><tbody>",
     );
@@ -169,7 +169,7 @@ pub(super) fn table(report: &Report, results: &[&TaskResult], info: &PageInfo) -
         let _ = write!(
             out,
             "<tr class=\"{}\" data-task=\"{}\"><td>{}</td><td>{}</td>{}<td>{}</td><td>{}</td><td>{}</td>\
-             {}<td>{}</td>{}{}<td>{}</td><td>{}</td>{}<td>{}</td>\
+             {}<td>{}</td>{}{}{}<td>{}</td><td>{}</td>{}<td>{}</td>\
              <td><details><summary>cases, digests</summary>{}</details></td></tr>",
             if s.correct { "pass" } else { "fail" },
             attr(r.task_id.as_str()),
@@ -182,6 +182,7 @@ pub(super) fn table(report: &Report, results: &[&TaskResult], info: &PageInfo) -
             num("speedup", Some(s.speedup), 3),
             interval,
             num("unpaired_speedup", s.unpaired_speedup, 3),
+            num("compiled_speedup", s.compiled_speedup, 3),
             num("score", Some(s.score), 1),
             esc(&reason),
             g.as_ref().map(|g| g.quadrant.as_str()).unwrap_or(""),

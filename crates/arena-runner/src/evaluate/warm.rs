@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use arena_eval::aka_perf::Writer;
-use arena_eval::trusted::{self, Job, BASELINE, CANDIDATE};
+use arena_eval::trusted::{self, Job, BASELINE, CANDIDATE, COMPILED};
 use arena_eval::{collect, GateTimeouts, Reading};
 use arena_image::Store;
 use arena_runtime::{run_container, ContainerRuntime, RunOutcome, RunRequest};
@@ -138,8 +138,9 @@ impl ContainerWarmer {
         job.accelerator = gpu.has_device();
         job.serve = Some(format!("{}/{}", trusted::CTL, trusted::SOCKET));
         job.connect_s = Some(CONNECT_S);
-        job.keep_scratch = vec![BASELINE.name];
-        job.keep_processes = vec![BASELINE.name];
+        // The original's, eager and compiled: the task's own code, compiled once per evaluator.
+        job.keep_scratch = vec![BASELINE.name, COMPILED.name];
+        job.keep_processes = vec![BASELINE.name, COMPILED.name];
         job.quiet_kernels = true;
         let mut binds = ed.binds();
         binds.push(bind(&ctl, trusted::CTL, false));

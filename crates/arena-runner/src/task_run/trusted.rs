@@ -156,7 +156,7 @@ pub(crate) fn evaluator_config(
         uid: 0,
         gid: 0,
     });
-    for role in roles {
+    for role in trusted::users_of(roles) {
         cfg.tmpfs.push(Tmpfs {
             destination: format!("{}/{}", trusted::SCRATCH, role.uid),
             bytes: SCRATCH_BYTES,
