@@ -299,10 +299,20 @@ mod tests {
 
     /// A harness's COMPILED_BASELINE, read by python3 as the evaluator reads it: torch.compile's
     /// keyword arguments as plain data, or refused naming the harness; absent, no baseline.
-    #[test]
-    fn a_compiled_baseline_is_plain_keyword_arguments_or_refused() {
+    /// `script` run by python3 with the evaluator's files installed in the directory its first
+    /// argument names.
+    fn python_on_evaluator(script: &str) -> std::process::Output {
         let d = tempfile::tempdir().unwrap();
         install(&d.path().join("t")).unwrap();
+        std::process::Command::new("python3")
+            .args(["-I", "-c", script])
+            .arg(d.path().join("t"))
+            .output()
+            .unwrap()
+    }
+
+    #[test]
+    fn a_compiled_baseline_is_plain_keyword_arguments_or_refused() {
         let script = r#"
 import sys, types
 sys.path.insert(0, sys.argv[1])
@@ -322,11 +332,7 @@ for bad in (True, "inductor", {"backend": print}, {1: "x"}, {"options": {"a": [1
         raise AssertionError(f"{bad!r} was taken")
 print("ok")
 "#;
-        let o = std::process::Command::new("python3")
-            .args(["-I", "-c", script])
-            .arg(d.path().join("t"))
-            .output()
-            .unwrap();
+        let o = python_on_evaluator(script);
         assert_eq!(
             String::from_utf8_lossy(&o.stdout).trim(),
             "ok",
@@ -339,8 +345,6 @@ print("ok")
     /// descriptors (2.5 MB) crosses a pipe; one past the limit is refused on both sides.
     #[test]
     fn a_large_answer_crosses_and_one_past_the_limit_is_refused() {
-        let d = tempfile::tempdir().unwrap();
-        install(&d.path().join("t")).unwrap();
         let script = r#"
 import os, sys, threading
 sys.path.insert(0, sys.argv[1])
@@ -363,11 +367,7 @@ try:
 except wire.WireError as e:
     print("refused:", e)
 "#;
-        let o = std::process::Command::new("python3")
-            .args(["-I", "-c", script])
-            .arg(d.path().join("t"))
-            .output()
-            .unwrap();
+        let o = python_on_evaluator(script);
         let out = String::from_utf8_lossy(&o.stdout);
         assert!(
             o.status.success(),

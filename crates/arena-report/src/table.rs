@@ -44,23 +44,25 @@ pub fn fast_p_markdown(rows: &[Aggregate]) -> String {
     let Some(first) = rows.first() else {
         return String::new();
     };
-    let heads: Vec<String> = first
-        .fast_p
-        .iter()
-        .map(|f| format!("p = {}", f.p))
-        .collect();
-    let mut out = format!("| task type | {} |\n|---|", heads.join(" | "));
-    out.push_str(&"---:|".repeat(heads.len()));
+    let mut out = format!("| task type | {} |\n|---|", fast_p_heads(&first.fast_p));
+    out.push_str(&"---:|".repeat(first.fast_p.len()));
     out.push('\n');
     for a in rows {
-        let cells: Vec<String> = a
-            .fast_p
-            .iter()
-            .map(|f| format!("{:.1}", f.percent))
-            .collect();
-        let _ = writeln!(out, "| {} | {} |", a.task_type, cells.join(" | "));
+        let _ = writeln!(out, "| {} | {} |", a.task_type, fast_p_cells(&a.fast_p));
     }
     out
+}
+
+/// The header cells of a fast_p table (`p = 0 | p = 0.5 | …`).
+fn fast_p_heads(f: &[crate::aggregate::FastP]) -> String {
+    let heads: Vec<String> = f.iter().map(|f| format!("p = {}", f.p)).collect();
+    heads.join(" | ")
+}
+
+/// A row's fast_p cells, percentages to one decimal.
+fn fast_p_cells(f: &[crate::aggregate::FastP]) -> String {
+    let cells: Vec<String> = f.iter().map(|f| format!("{:.1}", f.percent)).collect();
+    cells.join(" | ")
 }
 
 /// fast_p and the geometric mean against the original compiled by torch.compile, for the rows
@@ -73,30 +75,20 @@ pub fn compiled_markdown(rows: &[Aggregate]) -> String {
     let Some((_, first)) = with.first() else {
         return String::new();
     };
-    let heads: Vec<String> = first
-        .fast_p
-        .iter()
-        .map(|f| format!("p = {}", f.p))
-        .collect();
     let mut out = format!(
         "| task type | tasks | geomean | {} |\n|---|---:|---:|",
-        heads.join(" | ")
+        fast_p_heads(&first.fast_p)
     );
-    out.push_str(&"---:|".repeat(heads.len()));
+    out.push_str(&"---:|".repeat(first.fast_p.len()));
     out.push('\n');
     for (a, c) in with {
-        let cells: Vec<String> = c
-            .fast_p
-            .iter()
-            .map(|f| format!("{:.1}", f.percent))
-            .collect();
         let _ = writeln!(
             out,
             "| {} | {} | {} | {} |",
             a.task_type,
             c.tasks,
             opt(c.geomean_speedup, 3),
-            cells.join(" | ")
+            fast_p_cells(&c.fast_p)
         );
     }
     out
