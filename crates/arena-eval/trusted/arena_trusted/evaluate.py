@@ -68,10 +68,6 @@ def child_env(job, role, compiled=False):
 
 
 COMPILED = "compiled"
-# Why the compiled original could not be compiled, once it could not in this evaluator: its
-# failure is the environment's (no C++ compiler for inductor, a library missing), and a later
-# session or evaluation would pay the attempt again for the same answer.
-_COMPILED_FAILED = []
 
 
 def compiled_baseline(job, harness, roles):
@@ -169,6 +165,11 @@ def run_gates(job, harness, data, configs, hidden, roles, out, gates, record, zy
     compiled_opts = compiled_baseline(job, harness, roles)
     if compiled_opts is not None:
         record["compiled_baseline"] = {"options": compiled_opts}
+    # Why the compiled original could not be compiled, once it could not in this evaluation:
+    # a later session (fresh processes, on a CPU) would pay the attempt again for the same
+    # answer. Not kept past the evaluation: a candidate that made it fail (by holding the
+    # device's memory) must not take the column from the candidates after it.
+    compiled_failed = []
 
     def kernel(role, compiled=None):
         """`role`'s kernel process: the one `kept` holds if it still runs, else a new one."""
@@ -194,8 +195,7 @@ def run_gates(job, harness, data, configs, hidden, roles, out, gates, record, zy
         """The original compiled by torch.compile (the original's sources, as the COMPILED
         user), loaded and run once; placed before the judged kernel. Where it fails, the
         evaluation goes on without it and the record says why."""
-        if _COMPILED_FAILED:
-            record["compiled_baseline"]["error"] = _COMPILED_FAILED[0] + " (an earlier attempt in this evaluator)"
+        if compiled_failed:
             return False
         t = time.monotonic()
         k = kernel(COMPILED, compiled_opts)
@@ -204,7 +204,7 @@ def run_gates(job, harness, data, configs, hidden, roles, out, gates, record, zy
         if not ok:
             k.close()
             record["compiled_baseline"]["error"] = rep["error"]
-            _COMPILED_FAILED.append(rep["error"])
+            compiled_failed.append(rep["error"])
             return False
         record["compiled_baseline"].pop("error", None)
         kernels.insert(len(kernels) - 1, k)
