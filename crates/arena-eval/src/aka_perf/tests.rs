@@ -188,17 +188,24 @@ fn a_report_cannot_hand_the_scorer_pairs_of_its_own() {
     let d = run_dir(&[(
         "performance_report.json",
         r#"[{"test_case_id":"perf1","execution_time_ms":1.0,"baseline_ms":1000.0,
-             "pairs_ms":[[1000.0,1.0],[1000.0,1.0]],"paired_by":"round","params":{"n":4}}]"#,
+             "pairs_ms":[[1000.0,1.0],[1000.0,1.0]],"paired_by":"round","params":{"n":4},
+             "compiled_ms":1000.0,"compiled_pairs_ms":[[1000.0,1.0],[1000.0,1.0]]}]"#,
     )]);
     let r = read_run(d.path(), "triton2triton", Side::Candidate, Writer::Harness).unwrap();
     let c = &r.cases[0];
-    for k in ["baseline_ms", "pairs_ms", "paired_by"] {
+    for k in [
+        "baseline_ms",
+        "pairs_ms",
+        "paired_by",
+        "compiled_ms",
+        "compiled_pairs_ms",
+    ] {
         assert!(!c.extra.contains_key(k), "{k} kept: {c:?}");
     }
     assert_eq!(c.extra["params"]["n"], 4);
     // Arena's own evaluator writes them: kept.
     let r = read_run(d.path(), "triton2triton", Side::Candidate, Writer::Arena).unwrap();
-    for k in ["baseline_ms", "pairs_ms", "paired_by"] {
+    for k in ["baseline_ms", "pairs_ms", "paired_by", "compiled_pairs_ms"] {
         assert!(
             r.cases[0].extra.contains_key(k),
             "{k} dropped: {:?}",
