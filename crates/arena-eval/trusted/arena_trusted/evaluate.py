@@ -165,12 +165,6 @@ def run_gates(job, harness, data, configs, hidden, roles, out, gates, record, zy
     compiled_opts = compiled_baseline(job, harness, roles)
     if compiled_opts is not None:
         record["compiled_baseline"] = {"options": compiled_opts}
-    # Why the compiled original could not be compiled, once it could not in this evaluation:
-    # a later session (fresh processes, on a CPU) would pay the attempt again for the same
-    # answer. Not kept past the evaluation: a candidate that made it fail (by holding the
-    # device's memory) must not take the column from the candidates after it.
-    compiled_failed = []
-
     def kernel(role, compiled=None):
         """`role`'s kernel process: the one `kept` holds if it still runs, else a new one."""
         k = kept.pop(role, None)
@@ -180,7 +174,6 @@ def run_gates(job, harness, data, configs, hidden, roles, out, gates, record, zy
         if k is None:
             k = Kernel(role, job, child_env(job, role, compiled is not None), zygote)
             k.compiled = compiled
-            k.optional = compiled is not None
             k.source = os.path.join(job["kernels"][role], harness.source)
             k.source_rel = harness.source
             k.freeze()
@@ -194,9 +187,12 @@ def run_gates(job, harness, data, configs, hidden, roles, out, gates, record, zy
     def start_compiled():
         """The original compiled by torch.compile (the original's sources, as the COMPILED
         user), loaded and run once; placed before the judged kernel. Where it fails, the
-        evaluation goes on without it and the record says why."""
-        if compiled_failed:
-            return False
+        evaluation goes on without it and the record says why. Once it failed, a later
+        session's fresh processes (on a CPU) do not try again: the same answer would cost the
+        attempt again. The record is the evaluation's own, so a candidate that made it fail
+        (by holding the device's memory) takes the column from no candidate after it."""
+        if "error" in record["compiled_baseline"]:
+            return
         t = time.monotonic()
         k = kernel(COMPILED, compiled_opts)
         ok, rep = s.compile([k])
@@ -204,11 +200,8 @@ def run_gates(job, harness, data, configs, hidden, roles, out, gates, record, zy
         if not ok:
             k.close()
             record["compiled_baseline"]["error"] = rep["error"]
-            compiled_failed.append(rep["error"])
-            return False
-        record["compiled_baseline"].pop("error", None)
+            return
         kernels.insert(len(kernels) - 1, k)
-        return True
 
     def restart():
         """Fresh processes of both kernels, loaded and run once (a performance session)."""

@@ -23,10 +23,7 @@ class Kernel:
         """The kernel process of `role`: forked by `zygote` where there is one (zygote.py),
         else started afresh."""
         self.role = role
-        # A kernel whose failure is its own (the compiled original's): the evaluation goes
-        # on without it, and says why.
-        self.optional = False
-        # torch.compile's options where the process runs ENTRY compiled.
+        # torch.compile's options where the process runs ENTRY compiled (see `optional`).
         self.compiled = None
         ids = job["users"][role]
         self.uid, self.gid = ids["uid"], ids["gid"]
@@ -87,6 +84,12 @@ class Kernel:
                 quiet=quiet,
             )
             self.pid = self.proc.pid
+
+    @property
+    def optional(self):
+        """Whether its failure is its own (the compiled original's): the evaluation goes on
+        without it, and says why."""
+        return self.compiled is not None
 
     def alive(self):
         """Whether its process still runs, as its user (a kept process may have been ended)."""
