@@ -224,6 +224,11 @@ for t in res["tasks"]:
         print("     cross-check", t["cross_check"].get("verdict"), t["cross_check"].get("reason", "")[:200])
     print("     breakdown", json.dumps(b))
     print("     floor", cand.get("device_floor_ms"), "source", cand.get("performance_source"))
+    tuned = cand.get("autotuning")
+    if tuned:
+        print("     autotuning varied:", tuned.get("varied") or "no")
+        for step, chosen in sorted(tuned.get("runs", {}).items()):
+            print(f"       {step}: " + "; ".join(c["config"] for c in chosen))
     u = t.get("unseen")
     if u:
         op, ap = u.get("original_passed", []), u.get("optimized_passed", [])

@@ -6,6 +6,7 @@
 //! an [`record::Evaluation`]. Starting the container is the runner's job.
 
 pub mod aka_perf;
+pub mod autotune;
 pub mod collect;
 pub mod cross_check;
 pub mod error;

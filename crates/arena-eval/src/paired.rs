@@ -89,6 +89,24 @@ fn role(name: &str) -> Role {
     }
 }
 
+/// Whose kernel a run of `name` runs, in words.
+fn whose(name: &str) -> &'static str {
+    if role(name) == BASELINE {
+        "the original kernel"
+    } else {
+        "the agent's kernel"
+    }
+}
+
+/// Which kernel's report a run of `name` is, as the report reader takes it.
+fn side_of(name: &str) -> Side {
+    if role(name) == BASELINE {
+        Side::Baseline
+    } else {
+        Side::Candidate
+    }
+}
+
 /// The performance gate of a paired evaluation, from the exit codes (`codes`, by step) and the
 /// runs' copies under `out`: the candidate's cases, each with its paired baseline median
 /// (`baseline_ms`), every round's pair (`pairs_ms`) and the candidate's samples; or why the
@@ -122,17 +140,9 @@ pub fn collect_performance(
     let mut source = String::new();
     for (r, name) in plan.runs() {
         let step = run_name(r, name);
-        let who = if name == BASELINE.name {
-            "the original kernel"
-        } else {
-            "the agent's kernel"
-        };
+        let who = whose(name);
         reached(&step).map_err(|e| format!("{who}, round {}: {e}", r + 1))?;
-        let side = if role(name) == BASELINE {
-            Side::Baseline
-        } else {
-            Side::Candidate
-        };
+        let side = side_of(name);
         let run = read_run(
             &out.join("perf").join(&step),
             task_type,
@@ -332,6 +342,11 @@ pub fn fill(
         }
         Err(why) => e.performance_error = Some(why),
     }
+    let steps: Vec<(String, &str)> = plan
+        .runs()
+        .map(|(r, name)| (run_name(r, name), whose(name)))
+        .collect();
+    e.autotuning = crate::autotune::read_runs(&out.join("perf"), crate::aka_perf::OUTPUT, &steps);
 }
 
 #[cfg(test)]

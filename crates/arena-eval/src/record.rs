@@ -88,6 +88,10 @@ pub struct Evaluation {
     /// case reported below it is refused.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub device_floor_ms: Option<f64>,
+    /// What Triton's autotuner chose in each performance run, where a kernel autotuned (a
+    /// paired self-reported evaluation; [`crate::autotune`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub autotuning: Option<crate::autotune::Autotuning>,
 }
 
 impl Evaluation {
@@ -100,6 +104,7 @@ impl Evaluation {
             performance_error: None,
             performance_source: None,
             device_floor_ms: None,
+            autotuning: None,
         }
     }
 

@@ -305,6 +305,9 @@ impl GatesJob {
                 Self::kernel_step(role, &step, commands(cfg, Gate::Performance), t.performance);
             s.reports = Some(format!("perf/{step}"));
             s.capture = Some(format!("perf/{step}/{}", crate::aka_perf::OUTPUT));
+            // Triton then prints what each autotuning chose, which the runs' record keeps.
+            let (k, v) = crate::autotune::PRINT_ENV;
+            s.env.insert(k.into(), v.into());
             s.floor_first = i == 0;
             steps.push(s);
         }

@@ -261,6 +261,7 @@ mod tests {
             unpaired_speedup: None,
             compiled_speedup: None,
             vs_compiled: false,
+            autotune_varied: vec![],
         }
     }
 

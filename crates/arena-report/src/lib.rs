@@ -80,11 +80,33 @@ impl Report {
             out.push_str("\nNoise-aware (95% bootstrap intervals of the paired samples):\n\n");
             out.push_str(&noise::markdown(&self.noise_aware));
         }
+        out.push_str(&self.autotune_notes());
         if !self.generalization.is_empty() {
             out.push_str("\nGeneralization to unseen configurations:\n\n");
             out.push_str(&table::generalization_markdown(&self.generalization));
         }
         out
+    }
+
+    /// The task runs whose autotuned kernels chose differently from run to run, one line each.
+    pub fn autotune_notes(&self) -> String {
+        let lines: Vec<String> = self
+            .tasks
+            .iter()
+            .flat_map(|t| {
+                t.autotune_varied
+                    .iter()
+                    .map(move |n| format!("- `{}` (repeat {}): {n}\n", t.task_id, t.repeat))
+            })
+            .collect();
+        if lines.is_empty() {
+            return String::new();
+        }
+        format!(
+            "\nAutotuned kernels whose configuration varied between performance runs (their \
+             rounds spread with the choice, not only with the kernel):\n\n{}",
+            lines.concat()
+        )
     }
 
     /// "Measured: 3 trusted, 1 self-reported, cross-checked" — how the table's numbers were
@@ -121,6 +143,7 @@ mod tests {
             unpaired_speedup: None,
             compiled_speedup: None,
             vs_compiled: false,
+            autotune_varied: vec![],
         }
     }
 
@@ -141,5 +164,24 @@ mod tests {
             "\nMeasured: 1 self-reported, cross-checked; 2 trusted (task runs).\n"
         );
         assert!(r.markdown().contains("2 trusted"));
+    }
+
+    #[test]
+    fn a_kernel_whose_autotuning_varied_is_named_under_the_tables() {
+        let mut a = task("vllm/triton_fla_l2norm", Trust::SelfReportedCrossChecked);
+        a.autotune_varied = vec!["the original kernel chose 3 configurations of k".into()];
+        let mut r = Report {
+            tasks: vec![task("b", Trust::Trusted), a],
+            aggregates: vec![],
+            generalization: vec![],
+            noise_aware: vec![],
+        };
+        let md = r.markdown();
+        assert!(md.contains("varied between performance runs"), "{md}");
+        assert!(md.contains(
+            "- `vllm/triton_fla_l2norm` (repeat 0): the original kernel chose 3 configurations of k\n"
+        ));
+        r.tasks.pop();
+        assert!(!r.markdown().contains("varied between"));
     }
 }

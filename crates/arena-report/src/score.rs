@@ -146,6 +146,11 @@ pub struct TaskScore {
     /// counting as not faster.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub vs_compiled: bool,
+    /// Each kernel whose Triton autotuner chose differently from one performance run to the
+    /// next ([`arena_eval::autotune`]): its rounds spread with the choice as well as the
+    /// kernel, which a reader of the interval should know.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub autotune_varied: Vec<String>,
 }
 
 /// The first case with a time below the evaluation's device floor, where one was measured:
@@ -249,6 +254,12 @@ pub fn score_task(r: &TaskResult) -> TaskScore {
             .then(|| compiled_speedup(&r.candidate.performance))
             .flatten(),
         vs_compiled: has_compiled_baseline(r),
+        autotune_varied: r
+            .candidate
+            .autotuning
+            .as_ref()
+            .map(|a| a.varied.clone())
+            .unwrap_or_default(),
         performance_failure,
         trust: r.trust,
     }

@@ -1,4 +1,5 @@
 use super::*;
+use crate::record::{GateReport, GateStatus};
 use std::fs;
 
 #[test]
@@ -208,4 +209,74 @@ fn a_harness_lying_in_some_rounds_is_caught_in_those() {
     assert!(first_inconsistent_round(&[honest.clone()], &rounds, Some(1000), None).is_none());
     let partial: BTreeMap<usize, [Option<f64>; 2]> = [(0, [Some(1.0), None])].into();
     assert!(first_inconsistent_round(&[honest], &partial, Some(1000), None).is_none());
+}
+
+#[test]
+fn a_paired_evaluation_records_what_each_run_autotuned_and_names_a_kernel_that_varied() {
+    let d = tempfile::tempdir().unwrap();
+    let plan = PairedPlan::new(2, 3);
+    let printed = |warps: u32| {
+        format!(
+            "Triton autotuning for function l2norm_fwd_kernel,\nwith key as (128,),\nfinished after 10.72s,\nbest config selected: BT: 8, num_warps: {warps};\n"
+        )
+    };
+    let mut first_baseline = None;
+    for (r, role) in plan.runs() {
+        write_run(d.path(), r, role, &[("perf1", 1.0)]);
+        // The original picks 1 warp in its first run and 4 in its second; the agent's
+        // kernel picks 4 both times.
+        let first = role == "baseline" && first_baseline.is_none();
+        if first {
+            first_baseline = Some(run_name(r, role));
+        }
+        let dir = d.path().join("perf").join(run_name(r, role));
+        fs::write(
+            dir.join(crate::aka_perf::OUTPUT),
+            printed(if first { 1 } else { 4 }),
+        )
+        .unwrap();
+    }
+    let mut e = Evaluation::new(
+        GateReport::new(GateStatus::Ok, None),
+        GateReport::new(GateStatus::Ok, None),
+        vec![],
+    );
+    fill(
+        &mut e,
+        d.path(),
+        &all_passed(&plan),
+        &plan,
+        "triton2triton",
+        None,
+    );
+    assert_eq!(e.performance.len(), 1);
+    let a = e.autotuning.expect("recorded");
+    assert_eq!(a.runs.len(), 4);
+    assert_eq!(
+        a.runs[&first_baseline.unwrap()][0].config,
+        "BT: 8, num_warps: 1"
+    );
+    assert_eq!(a.varied.len(), 1, "{:?}", a.varied);
+    assert!(
+        a.varied[0].starts_with("the original kernel chose 2 configurations of l2norm_fwd_kernel")
+    );
+    // Runs that print no autotuning leave no record.
+    let quiet = tempfile::tempdir().unwrap();
+    for (r, role) in plan.runs() {
+        write_run(quiet.path(), r, role, &[("perf1", 1.0)]);
+    }
+    let mut e = Evaluation::new(
+        GateReport::new(GateStatus::Ok, None),
+        GateReport::new(GateStatus::Ok, None),
+        vec![],
+    );
+    fill(
+        &mut e,
+        quiet.path(),
+        &all_passed(&plan),
+        &plan,
+        "triton2triton",
+        None,
+    );
+    assert!(e.autotuning.is_none());
 }

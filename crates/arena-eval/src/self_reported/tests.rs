@@ -122,7 +122,15 @@ fn a_paired_job_compiles_both_then_interleaves_their_runs_in_the_plans_order() {
             Some(format!("perf/{}/output", s.name).as_str())
         );
         assert_eq!(s.timeout, 1800);
+        // Triton says what its autotuning chose, in the output kept.
+        assert_eq!(
+            s.env.get("TRITON_PRINT_AUTOTUNING").map(String::as_str),
+            Some("1")
+        );
     }
+    assert!(j.steps[..3]
+        .iter()
+        .all(|s| !s.env.contains_key("TRITON_PRINT_AUTOTUNING")));
     assert_eq!(j.trees[0].path, "/arena/kernels/60001");
     assert!(j.trees[0].overlay.is_empty());
     assert_eq!(j.trees[1].path, "/arena/kernels/60002");

@@ -142,6 +142,9 @@ pub(super) fn table(report: &Report, results: &[&TaskResult], info: &PageInfo) -
             &r.candidate.performance,
             true,
         );
+        for note in &s.autotune_varied {
+            let _ = write!(details, "<p>autotuning: {}</p>", esc(note));
+        }
         if let Some(u) = &r.unseen {
             details.push_str(&cases_table(
                 "unseen configurations (by index)",

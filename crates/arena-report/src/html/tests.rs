@@ -158,6 +158,15 @@ fn reasons_digests_logs_and_escaping() {
     assert!(html
         .contains("href=\"tasks/triton2triton__fixture__task_0000/r0/logs/candidate.stderr.log\""));
     assert!(html.contains("data-ready"));
+    // A kernel whose autotuning varied is named in its task's details, escaped.
+    results[0].candidate.autotuning = Some(arena_eval::autotune::Autotuning {
+        runs: Default::default(),
+        varied: vec!["the original kernel chose 2 configurations of <k>".into()],
+    });
+    let (_, html) = page(&results);
+    assert!(
+        html.contains("<p>autotuning: the original kernel chose 2 configurations of &lt;k&gt;</p>")
+    );
 }
 
 #[test]
