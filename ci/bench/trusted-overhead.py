@@ -1,20 +1,27 @@
 #!/usr/bin/env python3
 """Benchmark: what arena's trusted evaluator costs per task, against the same task's own harness
-run directly — side by side, on the same machine, without containers (the container costs are
-ci/bench/container-lifecycle.sh's and docs/measurements.md's).
+run directly, and what its split (each kernel in a process of its own) costs, against the same
+evaluation with the kernels inside the evaluator — side by side, on the same machine, without
+containers (the container costs are ci/bench/container-lifecycle.sh's and
+docs/measurements.md's).
 
-Per task and repeat, in alternating order:
+Per task and repeat, in an order that rotates:
   direct   the AgentKernelArena way: `python3 scripts/task_runner.py compile|correctness|performance`
            in a fresh copy of the task, once on the original kernel (the baseline evaluation) and
            once on the reference solution (the agent's evaluation) — the harness times itself;
   trusted  what the runner does now: the trusted evaluator on the original kernel alone (the
            baseline evaluation), then on the original and the solution paired (the evaluation),
-           each kernel in a process of its own user, timed from outside, every output checked.
-Prints each repeat's wall times, the per-task ratio trusted / direct and writes OUT/overhead.json.
+           each kernel in a process of its own user, timed from outside, every output checked;
+  inline   the same two evaluations by the same evaluator code with the kernels called inside
+           the evaluator's process (ci/bench/inline-evaluator.py): the same gates, inputs,
+           checks, batches, pairs, sessions and graph replays, no split.
+Prints each repeat's wall times and the per-task ratios trusted / direct and trusted / inline,
+and writes OUT/overhead.json. The evaluator's settings are the runner's defaults.
 
 usage: sudo python3 ci/bench/trusted-overhead.py OUT_DIR [REPEATS] [TASK_DIR ...]
        (default tasks: the CPU samples matmul and prefix_sum; on a GPU machine pass
        tasks/triton2triton/arena/row_softmax etc.). Runs as root: kernels run as users 60001/60002.
+       ARENA_BENCH_SIDES=direct,trusted,inline (the default) picks the sides.
 """
 import json
 import os
@@ -27,6 +34,7 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 EVALUATOR = os.path.join(ROOT, "crates/arena-eval/trusted/arena_trusted/evaluate.py")
+INLINE = os.path.join(ROOT, "ci/bench/inline-evaluator.py")
 DEFAULT_TASKS = ["tasks/python2python/arena/matmul", "tasks/python2python/arena/prefix_sum"]
 USERS = {"baseline": 60001, "candidate": 60002}
 # The system's Python for both sides: the kernel processes run as other users, who cannot enter
@@ -80,9 +88,10 @@ def direct(task, solved):
         shutil.rmtree(work, ignore_errors=True)
 
 
-def trusted(task, roles):
-    """One evaluation by arena's evaluator on `roles`; returns its seconds (every gate must
-    pass)."""
+def trusted(task, roles, inline=False):
+    """One evaluation by arena's evaluator on `roles` (`inline`: its peer without the split);
+    returns its seconds and its record's seconds per gate, and whether its zygote was started
+    before the harness was loaded (every gate must pass)."""
     work = tempfile.mkdtemp(prefix="arena-bench-trusted-")
     try:
         os.chmod(work, 0o755)
@@ -117,7 +126,8 @@ def trusted(task, roles):
             "groups": [],
             "timeouts": {"compile": 300, "correctness": 300, "performance": 600},
             "trials": 2,
-            "perf": {"pairs": 10, "target_batch_ms": 20.0, "max_calls": 4096, "warmup_batches": 2},
+            "perf": {"pairs": 10, "target_batch_ms": 20.0, "max_calls": 4096, "warmup_batches": 2,
+                     "graphs": True, "sessions": 10},
             "out": out,
             "pass_env": ["CUDA_VISIBLE_DEVICES", "LD_LIBRARY_PATH", "PATH"],
             "unseen": False,
@@ -127,20 +137,25 @@ def trusted(task, roles):
         with open(os.path.join(work, "job.json"), "w") as f:
             json.dump(job, f)
         t0 = time.perf_counter()
-        subprocess.run([PYTHON, "-I", "-B", EVALUATOR, os.path.join(work, "job.json")],
+        subprocess.run([PYTHON, "-I", "-B", INLINE if inline else EVALUATOR, os.path.join(work, "job.json")],
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         dt = time.perf_counter() - t0
         try:
             gates = dict(line.split() for line in open(os.path.join(out, "gates")))
         except OSError:
             gates = {}
+        try:
+            record = json.load(open(os.path.join(out, "evaluator.json")))
+        except (OSError, ValueError) as e:
+            record = {"error": f"no evaluator.json: {e}"}
         if gates != {"compile": "0", "correctness": "0", "performance": "0"}:
-            try:
-                why = json.load(open(os.path.join(out, "evaluator.json"))).get("error")
-            except (OSError, ValueError) as e:
-                why = f"no evaluator.json: {e}"
-            sys.exit(f"{task}: the trusted evaluation of {roles} did not pass: gates {gates}: {why}")
-        return dt
+            why = record.get("error")
+            side = "inline" if inline else "trusted"
+            sys.exit(f"{task}: the {side} evaluation of {roles} did not pass: gates {gates}: {why}")
+        seen = {g: round(v, 3) for g, v in record.get("gate_s", {}).items()}
+        if "zygote" in record:
+            seen["zygote_started_early"] = record["zygote"].get("early")
+        return dt, seen
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -151,32 +166,43 @@ def main():
     out = sys.argv[1]
     repeats = int(sys.argv[2]) if len(sys.argv) > 2 else 3
     tasks = [os.path.abspath(os.path.join(ROOT, t)) for t in (sys.argv[3:] or DEFAULT_TASKS)]
+    sides = os.environ.get("ARENA_BENCH_SIDES", "direct,trusted,inline").split(",")
+    unknown = set(sides) - {"direct", "trusted", "inline"}
+    if unknown or "trusted" not in sides:
+        sys.exit(f"ARENA_BENCH_SIDES: {','.join(sides)}: sides are direct, trusted, inline; trusted is needed")
     os.makedirs(out, exist_ok=True)
     rows = []
-    print(f"{'task':12} {'rep':>3} {'direct s':>9} {'trusted s':>10} {'ratio':>6}")
+    print(f"{'task':12} {'rep':>3} " + " ".join(f"{s + ' s':>10}" for s in sides))
     for task in tasks:
         name = os.path.basename(task)
         for rep in range(repeats):
-            # Alternate which side goes first, so that a drifting machine favours neither.
-            order = ("direct", "trusted") if rep % 2 == 0 else ("trusted", "direct")
+            # Rotate which side goes first, so that a drifting machine favours none.
+            order = sides[rep % len(sides):] + sides[:rep % len(sides)]
             r = {"task": name, "repeat": rep}
             for side in order:
                 if side == "direct":
                     r["direct_s"] = direct(task, solved=False) + direct(task, solved=True)
                 else:
-                    r["trusted_s"] = trusted(task, ["baseline"]) + trusted(task, ["baseline", "candidate"])
-            r["ratio"] = r["trusted_s"] / r["direct_s"]
+                    inline = side == "inline"
+                    alone, alone_gates = trusted(task, ["baseline"], inline)
+                    paired, paired_gates = trusted(task, ["baseline", "candidate"], inline)
+                    r[f"{side}_s"] = alone + paired
+                    r[f"{side}_gate_s"] = {"baseline": alone_gates, "paired": paired_gates}
             rows.append(r)
-            print(f"{name:12} {rep:>3} {r['direct_s']:>9.2f} {r['trusted_s']:>10.2f} {r['ratio']:>6.3f}", flush=True)
+            print(f"{name:12} {rep:>3} " + " ".join(f"{r[s + '_s']:>10.2f}" for s in sides), flush=True)
     summary = {}
     for task in tasks:
         name = os.path.basename(task)
         mine = [r for r in rows if r["task"] == name]
-        d = statistics.fmean(r["direct_s"] for r in mine)
-        t = statistics.fmean(r["trusted_s"] for r in mine)
-        summary[name] = {"direct_s": d, "trusted_s": t, "ratio": t / d}
-        print(f"{name}: direct {d:.2f} s, trusted {t:.2f} s, trusted / direct {t / d:.3f} "
-              f"({(t / d - 1) * 100:+.1f}%)")
+        mean = {s: statistics.fmean(r[f"{s}_s"] for r in mine) for s in sides}
+        summary[name] = {f"{s}_s": mean[s] for s in sides}
+        line = f"{name}: " + ", ".join(f"{s} {mean[s]:.2f} s" for s in sides)
+        for peer in ("direct", "inline"):
+            if peer in sides:
+                ratio = mean["trusted"] / mean[peer]
+                summary[name][f"trusted_over_{peer}"] = ratio
+                line += f"; trusted / {peer} {ratio:.3f} ({(ratio - 1) * 100:+.1f}%)"
+        print(line)
     with open(os.path.join(out, "overhead.json"), "w") as f:
         json.dump({"rows": rows, "summary": summary}, f, indent=2)
 

@@ -341,6 +341,58 @@ print("ok")
         );
     }
 
+    /// The zygote started before the harness is loaded: the modules read from the harness's
+    /// text, kept only where they are the ones picked once it is loaded; a job without a
+    /// zygote, or a guess that differs, closes it.
+    #[test]
+    fn an_early_zygote_is_kept_only_where_its_guess_was_right() {
+        let script = r#"
+import os, sys, tempfile, types
+sys.path.insert(0, sys.argv[1])
+import evaluate as ev
+d = tempfile.mkdtemp()
+def h(text):
+    p = os.path.join(d, "h.py")
+    with open(p, "w") as f:
+        f.write(text)
+    return p
+assert ev.modules_named(h("x = 1\n"), True) == []
+assert ev.modules_named(h("PRELOAD = ['json']\nimport torch\n"), True) == ["json"]
+assert ev.modules_named(h("import torch.nn\nDEVICE = 'cpu'\n"), True) == ["torch"]
+both = "PRELOAD = ['json', 'triton']\nDEVICES = ['cuda', 'cpu']\n"
+assert ev.modules_named(h(both), False) == ["json"]
+assert ev.modules_named(h(both), True) == ["json", "triton"]
+# On a GPU the evaluator's set-up imports PyTorch whatever the harness imports.
+gpu = ev.modules_named(h("DEVICE = 'cuda'\n"), True)
+assert gpu[0] == "torch" and gpu[1:] in ([], ["triton"]), gpu
+assert ev.modules_named(h("DEVICES = ['rocm']\n"), True) is None
+assert ev.modules_named(h("def f(:\n"), True) is None
+job = {"roles": ["baseline"], "scratch": {"baseline": d}, "pass_env": []}
+harness = types.SimpleNamespace(module=types.SimpleNamespace(PRELOAD=["json"]), device="cpu")
+env = ev.zygote_env(job)
+early = ev.Zygote(["json"], env)
+assert ev.zygote_for(job, harness, early) is early
+wrong = ev.Zygote([], env)
+z = ev.zygote_for(job, harness, wrong)
+assert z is not wrong and z.modules == ["json"] and wrong.proc.poll() is not None
+z.ready()
+assert z.loaded == ["json"] and z.failed == []
+unwanted = ev.Zygote(["json"], env)
+assert ev.zygote_for(dict(job, zygote=False), harness, unwanted) is None
+assert unwanted.proc.poll() is not None
+for x in (early, z):
+    x.close()
+print("ok")
+"#;
+        let o = python_on_evaluator(script);
+        assert_eq!(
+            String::from_utf8_lossy(&o.stdout).trim(),
+            "ok",
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+
     /// The evaluator's codec, run by python3: a GPU batch's answer of thousands of output
     /// descriptors (2.5 MB) crosses a pipe; one past the limit is refused on both sides.
     #[test]

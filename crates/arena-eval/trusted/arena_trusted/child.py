@@ -173,6 +173,37 @@ class Child:
         self.gpu.synchronize()
         return {}
 
+    def handle(self, msg):
+        """One request's reply. The kernel's failure is reported in it, never fatal here."""
+        op = msg.get("op")
+        try:
+            if op == "map":
+                self.map(msg["size"])
+                reply = {}
+            elif op == "load":
+                reply = self.load(msg)
+            elif op == "gpu_setup":
+                reply = self.gpu.setup(msg)
+            elif op == "run":
+                reply = self.run(msg)
+            elif op == "capture":
+                reply = self.capture(msg)
+            elif op == "replay":
+                reply = self.replay(msg)
+            elif op == "release":
+                if self.graph is not None:
+                    # The graph's memory goes back to torch: its addresses may come
+                    # back as allocations of their own, with handles of their own.
+                    self.gpu.segments = {}
+                self.held, self.graph = [], None
+                reply = {}
+            else:
+                reply = {"error": f"unknown op {op}"}
+            reply.setdefault("ok", "error" not in reply)
+        except BaseException as e:
+            reply = {"ok": False, "error": _error(e)}
+        return reply
+
     def serve(self):
         wire = self.wire
         while True:
@@ -180,36 +211,9 @@ class Child:
                 msg = wire.recv(self.req)
             except EOFError:
                 return
-            op = msg.get("op")
-            try:
-                if op == "map":
-                    self.map(msg["size"])
-                    reply = {}
-                elif op == "load":
-                    reply = self.load(msg)
-                elif op == "gpu_setup":
-                    reply = self.gpu.setup(msg)
-                elif op == "run":
-                    reply = self.run(msg)
-                elif op == "capture":
-                    reply = self.capture(msg)
-                elif op == "replay":
-                    reply = self.replay(msg)
-                elif op == "release":
-                    if self.graph is not None:
-                        # The graph's memory goes back to torch: its addresses may come
-                        # back as allocations of their own, with handles of their own.
-                        self.gpu.segments = {}
-                    self.held, self.graph = [], None
-                    reply = {}
-                elif op == "exit":
-                    return
-                else:
-                    reply = {"error": f"unknown op {op}"}
-                reply.setdefault("ok", "error" not in reply)
-            except BaseException as e:  # the kernel's failure, reported, not fatal here
-                reply = {"ok": False, "error": _error(e)}
-            wire.send(self.rep, reply)
+            if msg.get("op") == "exit":
+                return
+            wire.send(self.rep, self.handle(msg))
 
 
 if __name__ == "__main__":

@@ -81,21 +81,83 @@ def compiled_baseline(job, harness, roles):
     return opts
 
 
-def zygote_for(job, harness):
-    """The zygote that forks this evaluator's kernel processes (zygote.py), with what their
-    kernels import first already loaded: the harness's PRELOAD, else PyTorch where the harness
-    imported it, and Triton too on a GPU. None where the job says to start each process
-    afresh."""
+def pick_modules(preload, present, device):
+    """What the zygote loads: `preload` (the harness's PRELOAD) where given, else PyTorch
+    where `present` holds it, and Triton too on a GPU; Triton only on a GPU."""
+    modules = preload
+    if modules is None:
+        modules = [m for m in ("torch", "triton") if m in present]
+        if "torch" in modules and device == "cuda" and importlib.util.find_spec("triton"):
+            modules.append("triton")
+    return sorted({str(m) for m in modules} - ({"triton"} if device != "cuda" else set()))
+
+
+def zygote_modules(harness):
+    """pick_modules once the harness is loaded: what it (or the evaluator's set-up for its
+    device) imported."""
+    return pick_modules(getattr(harness.module, "PRELOAD", None), sys.modules, harness.device)
+
+
+def zygote_env(job):
+    return {k: v for k, v in child_env(job, job["roles"][0]).items() if k not in ("HOME", "TMPDIR", "TRITON_CACHE_DIR")}
+
+
+def modules_named(path, accelerator):
+    """pick_modules as the harness's text reads, before it is run: its PRELOAD literal, the
+    modules its body imports (and PyTorch on a GPU, which the evaluator's set-up imports), the
+    device from its DEVICE or DEVICES literal. A guess: None where the text does not say."""
+    try:
+        with open(path, "rb") as f:
+            tree = ast.parse(f.read())
+        lits, imported = {}, set()
+        for node in tree.body:
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+                try:
+                    lits[node.targets[0].id] = ast.literal_eval(node.value)
+                except ValueError:
+                    pass
+            elif isinstance(node, ast.Import):
+                imported.update(a.name.split(".")[0] for a in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                imported.add(node.module.split(".")[0])
+        device = lits.get("DEVICE", "cpu")
+        if "DEVICES" in lits:
+            have = ["cuda", "cpu"] if accelerator else ["cpu"]
+            device = next((d for d in lits["DEVICES"] if d in have), None)
+        if device not in ("cpu", "cuda"):
+            return None
+        if device == "cuda":
+            imported.add("torch")
+        return pick_modules(lits.get("PRELOAD"), imported, device)
+    except Exception:  # a guess only: whatever the text holds, the harness decides when loaded
+        return None
+
+
+def early_zygote(job):
+    """A zygote started before the harness is loaded, so that its imports (seconds of
+    PyTorch) run beside the evaluator's own: with the modules the harness's text names
+    (modules_named). zygote_for keeps it only where they are the ones it picks."""
     if not job.get("zygote", True):
         return None
-    modules = getattr(harness.module, "PRELOAD", None)
+    modules = modules_named(job["harness"], job.get("accelerator", True))
     if modules is None:
-        modules = [m for m in ("torch", "triton") if m in sys.modules]
-        if "torch" in modules and harness.device == "cuda" and importlib.util.find_spec("triton"):
-            modules.append("triton")
-    modules = sorted({str(m) for m in modules} - ({"triton"} if harness.device != "cuda" else set()))
-    env = {k: v for k, v in child_env(job, job["roles"][0]).items() if k not in ("HOME", "TMPDIR", "TRITON_CACHE_DIR")}
-    return Zygote(modules, env)
+        return None
+    try:
+        return Zygote(modules, zygote_env(job))
+    except OSError:
+        return None
+
+
+def zygote_for(job, harness, early=None):
+    """The zygote that forks this evaluator's kernel processes (zygote.py), with what their
+    kernels import first already loaded (zygote_modules): `early` where it loads just that,
+    else a new one. None where the job says to start each process afresh."""
+    modules = zygote_modules(harness) if job.get("zygote", True) else None
+    if early is not None and early.modules == modules:
+        return early
+    if early is not None:
+        early.close()
+    return None if modules is None else Zygote(modules, zygote_env(job))
 
 
 def make_data(job, harness):
@@ -286,22 +348,23 @@ def main(job_path):
     signal.alarm(int(job.get("deadline_s", 3600)))
     out = job["out"]
     record = new_record()
-    zygote = None
+    zygote = early_zygote(job)
     try:
-        harness = Harness(job["harness"], job.get("accelerator", True))
-        record["device"] = harness.device
-        configs, hidden = configs_of(job, harness)
-        data = make_data(job, harness)
-        zygote = zygote_for(job, harness)
-        if zygote is not None:
-            record["zygote"] = {"loaded": zygote.loaded, "failed": zygote.failed}
-    except Exception:
-        record["error"] = traceback.format_exc()[-4000:]
-        with open(os.path.join(out, "gates"), "w") as gates:
-            gates.write("setup 96\n")
-        write_json(out, "evaluator.json", record)
-        return
-    try:
+        try:
+            harness = Harness(job["harness"], job.get("accelerator", True))
+            record["device"] = harness.device
+            configs, hidden = configs_of(job, harness)
+            data = make_data(job, harness)
+            zygote, early = zygote_for(job, harness, zygote), zygote
+            if zygote is not None:
+                zygote.ready()
+                record["zygote"] = {"loaded": zygote.loaded, "failed": zygote.failed, "early": zygote is early}
+        except Exception:
+            record["error"] = traceback.format_exc()[-4000:]
+            with open(os.path.join(out, "gates"), "w") as gates:
+                gates.write("setup 96\n")
+            write_json(out, "evaluator.json", record)
+            return
         evaluate_into(job, harness, data, configs, hidden, job["roles"], out, record, zygote)
     finally:
         if zygote is not None:

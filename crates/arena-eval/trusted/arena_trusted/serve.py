@@ -179,13 +179,16 @@ def serve(job):
     # The deadline's exception is the one evaluate_into catches: this module's `evaluate`,
     # not the copy that runs as __main__.
     signal.signal(signal.SIGALRM, ev._deadline)
-    harness = Harness(job["harness"], job.get("accelerator", True))
-    configs, hidden = ev.configs_of(job, harness)
-    if hidden:
-        raise ValueError("a warm evaluator serves the visible configurations only")
-    data = ev.make_data(job, harness)
-    zygote = ev.zygote_for(job, harness)
+    zygote = ev.early_zygote(job)
     try:
+        harness = Harness(job["harness"], job.get("accelerator", True))
+        configs, hidden = ev.configs_of(job, harness)
+        if hidden:
+            raise ValueError("a warm evaluator serves the visible configurations only")
+        data = ev.make_data(job, harness)
+        zygote = ev.zygote_for(job, harness, zygote)
+        if zygote is not None:
+            zygote.ready()
         answer(job, harness, data, configs, zygote)
     finally:
         if zygote is not None:

@@ -125,9 +125,12 @@ def main(sock_fd, modules):
 class Zygote:
     """The evaluator's side: starts the zygote (with `env`: what every kernel process's
     environment shares, the library path above all, which a process reads only when it starts)
-    and asks it for kernel processes."""
+    and asks it for kernel processes. It is not waited for until it is first needed
+    (`ready`): its imports run beside whatever the evaluator does meanwhile."""
 
     def __init__(self, modules, env, timeout_s=300):
+        self.modules = list(modules)
+        self.loaded = self.failed = None
         mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.proc = subprocess.Popen(
             [sys.executable, "-I", "-B", os.path.join(HERE, "zygote.py"), str(theirs.fileno()), *modules],
@@ -139,14 +142,19 @@ class Zygote:
         theirs.close()
         self.sock = mine
         self.sock.settimeout(timeout_s)
+
+    def ready(self):
+        """Waits until the zygote has imported its modules; OSError if it did not start."""
+        if self.loaded is not None:
+            return
         hello = json.loads(self.sock.recv(1 << 16) or b"{}")
         if not hello.get("ready"):
-            self.close()
             raise OSError("the zygote did not start")
         self.loaded, self.failed = hello["loaded"], hello["failed"]
 
     def spawn(self, uid, gid, groups, env, fds, quiet):
         """A kernel process of `uid` serving on `fds` (requests, replies, shared memory)."""
+        self.ready()
         spec = {"uid": uid, "gid": gid, "groups": list(groups), "env": env, "quiet": quiet}
         socket.send_fds(self.sock, [json.dumps(spec).encode()], list(fds))
         answer = json.loads(self.sock.recv(1 << 16) or b"{}")
