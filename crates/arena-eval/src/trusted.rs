@@ -311,6 +311,17 @@ mod tests {
             .unwrap()
     }
 
+    /// `script` (python_on_evaluator) prints `ok` and nothing else.
+    fn assert_prints_ok(script: &str) {
+        let o = python_on_evaluator(script);
+        assert_eq!(
+            String::from_utf8_lossy(&o.stdout).trim(),
+            "ok",
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+
     #[test]
     fn a_compiled_baseline_is_plain_keyword_arguments_or_refused() {
         let script = r#"
@@ -332,13 +343,7 @@ for bad in (True, "inductor", {"backend": print}, {1: "x"}, {"options": {"a": [1
         raise AssertionError(f"{bad!r} was taken")
 print("ok")
 "#;
-        let o = python_on_evaluator(script);
-        assert_eq!(
-            String::from_utf8_lossy(&o.stdout).trim(),
-            "ok",
-            "{}",
-            String::from_utf8_lossy(&o.stderr)
-        );
+        assert_prints_ok(script);
     }
 
     /// The zygote started before the harness is loaded: the modules read from the harness's
@@ -384,13 +389,7 @@ for x in (early, z):
     x.close()
 print("ok")
 "#;
-        let o = python_on_evaluator(script);
-        assert_eq!(
-            String::from_utf8_lossy(&o.stdout).trim(),
-            "ok",
-            "{}",
-            String::from_utf8_lossy(&o.stderr)
-        );
+        assert_prints_ok(script);
     }
 
     /// The evaluator's codec, run by python3: a GPU batch's answer of thousands of output

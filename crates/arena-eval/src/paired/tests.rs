@@ -211,6 +211,15 @@ fn a_harness_lying_in_some_rounds_is_caught_in_those() {
     assert!(first_inconsistent_round(&[honest], &partial, Some(1000), None).is_none());
 }
 
+/// An evaluation that compiled and passed correctness, its performance not yet filled.
+fn correct() -> Evaluation {
+    Evaluation::new(
+        GateReport::new(GateStatus::Ok, None),
+        GateReport::new(GateStatus::Ok, None),
+        vec![],
+    )
+}
+
 #[test]
 fn a_paired_evaluation_records_what_each_run_autotuned_and_names_a_kernel_that_varied() {
     let d = tempfile::tempdir().unwrap();
@@ -236,11 +245,7 @@ fn a_paired_evaluation_records_what_each_run_autotuned_and_names_a_kernel_that_v
         )
         .unwrap();
     }
-    let mut e = Evaluation::new(
-        GateReport::new(GateStatus::Ok, None),
-        GateReport::new(GateStatus::Ok, None),
-        vec![],
-    );
+    let mut e = correct();
     fill(
         &mut e,
         d.path(),
@@ -265,11 +270,7 @@ fn a_paired_evaluation_records_what_each_run_autotuned_and_names_a_kernel_that_v
     for (r, role) in plan.runs() {
         write_run(quiet.path(), r, role, &[("perf1", 1.0)]);
     }
-    let mut e = Evaluation::new(
-        GateReport::new(GateStatus::Ok, None),
-        GateReport::new(GateStatus::Ok, None),
-        vec![],
-    );
+    let mut e = correct();
     fill(
         &mut e,
         quiet.path(),
