@@ -127,7 +127,7 @@ def trusted(task, roles, inline=False):
             "timeouts": {"compile": 300, "correctness": 300, "performance": 600},
             "trials": 2,
             "perf": {"pairs": 10, "target_batch_ms": 20.0, "max_calls": 4096, "warmup_batches": 2,
-                     "graphs": True, "sessions": 10},
+                     "graphs": True, "sessions": 10, "gpu_sessions": 5},
             "out": out,
             "pass_env": ["CUDA_VISIBLE_DEVICES", "LD_LIBRARY_PATH", "PATH"],
             "unseen": False,

@@ -7,11 +7,17 @@ candidate) and writes OUT/trusted-check.json.
 
 usage: python3 ci/gpu/trusted-check.py OUT_DIR [PAIRS] [TASK/VARIANT,...]
 ARENA_GRAPHS=0 times eagerly (no CUDA graphs); ARENA_REPS=N runs each (task, candidate) N
-times (run-to-run spread).
+times (run-to-run spread); ARENA_GPU_SESSIONS=N spreads the pairs over N sessions of fresh
+kernel processes (5, the runner's default; 1: one session). ARENA_TASK_ROOT=DIR takes the tasks from DIR instead (ids below
+it, each naming a trusted_harness: e.g. AgentKernelArena tasks materialized with
+`arenactl task materialize --harnesses tasks/aka-harnesses`); the kernel's file and entry
+are the harness's SOURCE and ENTRY.
 Runs as root (kernel processes run as users 60001 and 60002).
 """
+import ast
 import json
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -45,14 +51,42 @@ VARIANTS = {
 }
 
 
+def task_root_tasks(root):
+    """The tasks below `root` that name a trusted harness: id -> (dir, harness, source, entry)."""
+    found = {}
+    for d, _, files in sorted(os.walk(root)):
+        if "config.yaml" not in files:
+            continue
+        m = re.search(r"^trusted_harness:\s*(\S+)\s*$", open(os.path.join(d, "config.yaml")).read(), re.M)
+        if not m:
+            continue
+        harness = os.path.join(d, m.group(1))
+        names = {}
+        for node in ast.parse(open(harness).read()).body:
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+                if node.targets[0].id in ("SOURCE", "ENTRY"):
+                    names[node.targets[0].id] = ast.literal_eval(node.value)
+        found[os.path.relpath(d, root)] = (d, harness, names["SOURCE"], names["ENTRY"])
+    return found
+
+
+def task_info(task):
+    """(task dir, harness, the kernel's file relative to the task, entry)."""
+    if task in TASKS and not TASK_ROOT:
+        src, entry = TASKS[task]
+        tdir = os.path.join(ROOT, "tasks/triton2triton/arena", task)
+        return tdir, os.path.join(tdir, "scripts/task_runner.py"), os.path.join("source", src), entry
+    return ROOT_TASKS[task]
+
+
 def setup(work, task, variant):
-    src, entry = TASKS[task]
-    tdir = os.path.join(ROOT, "tasks/triton2triton/arena", task)
+    tdir, harness, rel, entry = task_info(task)
     for role in ("baseline", "candidate"):
-        d = os.path.join(work, "kernel", role, "source")
+        d = os.path.dirname(os.path.join(work, "kernel", role, rel))
         os.makedirs(d, exist_ok=True)
-        shutil.copy(os.path.join(tdir, "source", src), os.path.join(d, src))
-    cand = os.path.join(work, "kernel", "candidate", "source")
+        shutil.copy(os.path.join(tdir, rel), os.path.join(work, "kernel", role, rel))
+    cand = os.path.dirname(os.path.join(work, "kernel", "candidate", rel))
+    src = os.path.basename(rel)
     v = VARIANTS[variant]
     if v == "solution":
         shutil.copy(os.path.join(ROOT, "ci/solutions/triton2triton/arena", task, src), os.path.join(cand, src))
@@ -72,7 +106,7 @@ def setup(work, task, variant):
     for p in ("kernel", "scratch"):
         os.chmod(os.path.join(work, p), 0o755)
     job = {
-        "harness": os.path.join(tdir, "scripts/task_runner.py"),
+        "harness": harness,
         "roles": ["baseline", "candidate"],
         "kernels": {r: os.path.join(work, "kernel", r) for r in ("baseline", "candidate")},
         "users": {"baseline": {"uid": 60001, "gid": 60001}, "candidate": {"uid": 60002, "gid": 60002}},
@@ -80,7 +114,8 @@ def setup(work, task, variant):
         "groups": [],
         "timeouts": {"compile": 300, "correctness": 300, "performance": 600},
         "trials": 2,
-        "perf": {"pairs": PAIRS, "target_batch_ms": 20, "max_calls": 4096, "warmup_batches": 2, "graphs": GRAPHS},
+        "perf": {"pairs": PAIRS, "target_batch_ms": 20, "max_calls": 4096, "warmup_batches": 2, "graphs": GRAPHS,
+                 "gpu_sessions": int(os.environ.get("ARENA_GPU_SESSIONS", "5"))},
         "out": out,
         "pass_env": ["CUDA_VISIBLE_DEVICES", "LD_LIBRARY_PATH", "PATH"],
         "unseen": False,
@@ -89,6 +124,20 @@ def setup(work, task, variant):
     with open(os.path.join(work, "job.json"), "w") as f:
         json.dump(job, f)
     return out
+
+
+def session_speedups(cases):
+    """Each session's speedup as arena's reports take it (arena_report::stats::session_ratios):
+    the mean over cases of the median of that session's pair ratios. None without sessions."""
+    if not cases or any(c.get("error") or not c.get("pair_sessions") for c in cases):
+        return None
+    per = []
+    for c in cases:
+        by = {}
+        for (b, x), sess in zip(c["pairs_ms"], c["pair_sessions"]):
+            by.setdefault(sess, []).append(b / x)
+        per.append(by)
+    return [statistics.mean(statistics.median(m[k]) for m in per) for k in sorted(per[0])]
 
 
 def summarize(out):
@@ -118,7 +167,9 @@ def summarize(out):
                 "ratio_min": min(ratios) if ratios else None, "ratio_max": max(ratios) if ratios else None,
                 "calls": c.get("calls_per_batch"), "error": c.get("error"),
                 "timing": c.get("timing"), "graph_error": c.get("graph_error"),
+                "pairs_ms": pairs, "pair_sessions": c.get("pair_sessions"),
             })
+        s["sessions"] = session_speedups(s["cases"])
     except OSError:
         pass
     return s
@@ -132,29 +183,37 @@ if __name__ == "__main__":
     os.makedirs(OUT, exist_ok=True)
     results = {}
     ONLY = set(sys.argv[3].split(",")) if len(sys.argv) > 3 else None
-    for task in TASKS:
-        for variant, rep in [(v, r) for v in VARIANTS for r in range(REPS)]:
-            if ONLY and f"{task}/{variant}" not in ONLY and task not in ONLY:
-                continue
-            work = f"/tmp/tc-{task}-{variant}"
-            shutil.rmtree(work, ignore_errors=True)
-            out = setup(work, task, variant)
-            t0 = time.time()
-            p = subprocess.run([sys.executable, "-I", "-B", EVALUATOR, os.path.join(work, "job.json")],
-                               capture_output=True, text=True, timeout=900)
-            s = summarize(out)
-            s["wall_s"] = time.time() - t0
-            s["stderr_tail"] = p.stderr[-1500:]
-            results[f"{task}/{variant}" + (f"/{rep}" if REPS > 1 else "")] = s
-            cases = s.get("cases") or []
-            ratio = [c["ratio_median"] for c in cases if c.get("ratio_median")]
-            print(f"{task:12} {variant:9} gates={s.get('gates')} wall={s['wall_s']:.1f}s "
-                  f"ratios={[round(r, 3) for r in ratio]} err={(s.get('error') or '')[-200:]!r}", flush=True)
-            for c in cases:
-                if c.get("error"):
-                    print("   ", c["id"], c["error"][:300])
-                else:
-                    print("   ", c["id"], c.get("timing"), "calls", c.get("calls"), f"base {c['base_ms']:.4f} ms",
-                          f"ratios {c['ratio_min']:.3f}-{c['ratio_max']:.3f}", str(c.get("graph_error") or "")[:200])
-            with open(os.path.join(OUT, "trusted-check.json"), "w") as f:
-                json.dump(results, f, indent=1)
+    TASK_ROOT = os.environ.get("ARENA_TASK_ROOT")
+    ROOT_TASKS = task_root_tasks(TASK_ROOT) if TASK_ROOT else {}
+    # In the order given (a deadline cuts the last), else every task's every variant.
+    todo = [(t, v) for t in (ROOT_TASKS or TASKS) for v in VARIANTS]
+    if ONLY:
+        todo = [tv for item in sys.argv[3].split(",") for tv in todo if "/".join(tv) == item or (tv[0] == item)]
+    for task, variant, rep in [(t, v, r) for t, v in todo for r in range(REPS)]:
+        work = f"/tmp/tc-{task.replace('/', '_')}-{variant}"
+        shutil.rmtree(work, ignore_errors=True)
+        out = setup(work, task, variant)
+        t0 = time.time()
+        p = subprocess.run([sys.executable, "-I", "-B", EVALUATOR, os.path.join(work, "job.json")],
+                           capture_output=True, text=True, timeout=900)
+        s = summarize(out)
+        s["wall_s"] = time.time() - t0
+        s["stderr_tail"] = p.stderr[-1500:]
+        results[f"{task}/{variant}" + (f"/{rep}" if REPS > 1 else "")] = s
+        cases = s.get("cases") or []
+        ratio = [c["ratio_median"] for c in cases if c.get("ratio_median")]
+        if s.get("sessions"):
+            ss = s["sessions"]
+            print(f"{task} {variant}: speedup {statistics.mean(ratio):.4f} (mean of case medians); "
+                  f"sessions {[round(x, 4) for x in ss]}, median {statistics.median(ss):.4f}, "
+                  f"range {min(ss):.4f}-{max(ss):.4f}", flush=True)
+        print(f"{task:12} {variant:9} gates={s.get('gates')} wall={s['wall_s']:.1f}s "
+              f"ratios={[round(r, 3) for r in ratio]} err={(s.get('error') or '')[-200:]!r}", flush=True)
+        for c in cases:
+            if c.get("error"):
+                print("   ", c["id"], c["error"][:300])
+            else:
+                print("   ", c["id"], c.get("timing"), "calls", c.get("calls"), f"base {c['base_ms']:.4f} ms",
+                      f"ratios {c['ratio_min']:.3f}-{c['ratio_max']:.3f}", str(c.get("graph_error") or "")[:200])
+        with open(os.path.join(OUT, "trusted-check.json"), "w") as f:
+            json.dump(results, f, indent=1)

@@ -74,6 +74,9 @@ class Child:
         self.gpu = None
         self.held = []
         self.graph = None
+        # The kernel writes its output into arguments the evaluator reads back itself
+        # (OUTPUT_ARGS): what a call returns is not described.
+        self.in_place = False
 
     def map(self, size):
         if self.shm is not None:
@@ -85,6 +88,7 @@ class Child:
         # load the same module again: what it loaded and built stays.
         compiled = msg.get("compiled")
         key = (msg["source"], msg["entry"], msg.get("device"), repr(compiled))
+        self.in_place = bool(msg.get("in_place"))
         if self.fn is not None and getattr(self, "loaded", None) == key:
             return {}
         path = msg["source"]
@@ -123,6 +127,8 @@ class Child:
                 off, n = call["in"]
                 args = self.wire.decode_all(self.shm[off:off + n])
             result = self.fn(*args)
+            if self.in_place:
+                result = None
             if self.gpu is not None:
                 self.held.append(result)
             else:
@@ -150,7 +156,8 @@ class Child:
         try:
             with torch.cuda.graph(graph):
                 for call in msg["calls"]:
-                    outs.append(self.fn(*self.gpu.args(call["slot"])))
+                    result = self.fn(*self.gpu.args(call["slot"]))
+                    outs.append(None if self.in_place else result)
             graph.replay()
             self.gpu.synchronize()
             # Capturing emptied torch's cache: an address may now be a new allocation, whose

@@ -69,7 +69,9 @@ class CpuData:
         """The kernel process is stopped once it answers: nothing runs on after it."""
         return 0.0
 
-    def outputs(self, kernel, calls, reply):
+    def outputs(self, kernel, calls, reply, output_args=None):
+        """Each call's output, decoded from its window (`output_args` is a GPU task's: the
+        harness refuses it on a CPU)."""
         out = []
         for c in calls:
             try:

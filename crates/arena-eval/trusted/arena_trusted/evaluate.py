@@ -270,6 +270,10 @@ def run_gates(job, harness, data, configs, hidden, roles, out, gates, record, zy
         for k in kernels:
             k.close()
         kernels.clear()
+        # The old processes' input pools and output mappings go with them: a new process
+        # must be given pools of its own, and none of its outputs read through an old
+        # mapping that happens to carry the same handle.
+        data.end_session()
         start()
         ok, rep = s.compile(kernels)
         if not ok:

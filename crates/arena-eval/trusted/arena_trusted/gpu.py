@@ -16,6 +16,8 @@ import time
 
 import torch
 
+from mappings import Mappings
+
 CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS = 1
 ALIGN = 512
 CHUNK = 1 << 30
@@ -224,7 +226,7 @@ class GpuData:
         props = torch.cuda.get_device_properties(0)
         self.l2 = int(getattr(props, "L2_cache_size", 0) or 50 << 20)
         self.state = {}  # role -> dict(pools, layout key, slots, slot_bytes, per_chunk, layout, next)
-        self.opened = {}  # handle -> device pointer
+        self.maps = Mappings(self.cu)
         self.pool_handles = {}
         # Deferred work beyond this (and beyond the batch's own time) is named as such.
         self.deferred_ms = float(job.get("perf", {}).get("deferred_limit_ms", 50.0))
@@ -319,9 +321,7 @@ class GpuData:
         for st in self.state.values():
             self._free(st["pools"], st["handles"])
         self.state = {}
-        for p in self.opened.values():
-            self.cu.close(p)
-        self.opened = {}
+        self.maps.close_all()
         torch.cuda.empty_cache()
 
     def _free(self, pools, handles):
@@ -365,13 +365,7 @@ class GpuData:
     def _open(self, d):
         if d["handle"] in self.pool_handles:
             return self.pool_handles[d["handle"]]
-        if d["handle"] not in self.opened:
-            if len(self.opened) > 512:
-                for p in self.opened.values():
-                    self.cu.close(p)
-                self.opened = {}
-            self.opened[d["handle"]] = self.cu.open(d["handle"])
-        return self.opened[d["handle"]]
+        return self.maps.open(d["handle"])
 
     def settle(self, elapsed):
         """Seconds the GPU stayed busy after the kernel process answered, added to the batch.
@@ -386,7 +380,14 @@ class GpuData:
             raise DeferredWork(f"the GPU was still busy {waited_ms:.1f} ms after the kernel answered")
         return extra_ms / 1000
 
-    def outputs(self, kernel, calls, reply):
+    def outputs(self, kernel, calls, reply, output_args=None):
+        """Each call's output: what the kernel process described (its own memory, opened
+        here), or, where the kernel writes into its arguments (`output_args`), those
+        arguments as they are now in the call's slot of the evaluator's own pool (whatever
+        the kernel process says is not read)."""
+        if output_args:
+            return [self.in_slot(kernel, c["slot"], output_args) for c in calls]
+        self.maps.begin_batch()
         outs = []
         for item in reply.get("outputs", []):
             got = []
@@ -404,14 +405,24 @@ class GpuData:
             outs.append(tuple(got) if item["tuple"] else got[0])
         return outs
 
+    def in_slot(self, kernel, slot, output_args):
+        """The arguments `output_args` of slot `slot`, viewed in the evaluator's pool: one
+        tensor, or a tuple where several are named."""
+        st = self.state[kernel.role]
+        chunk, j = divmod(slot, st["per_chunk"])
+        base = st["pools"][chunk] + j * st["slot_bytes"]
+        got = []
+        for i in output_args:  # tensors of the call (Harness.check_output_args)
+            x = st["layout"][i]
+            got.append(tensor_at(base + x["offset"], x["shape"], x["stride"], DTYPES[x["dtype"]]))
+        return got[0] if len(got) == 1 else tuple(got)
+
     def after(self, kernel, graph=False):
         kernel.request({"op": "release"}, 60)
         if graph:
             # A graph's outputs live in a memory pool of its own, new for every batch: their
             # mappings are of no use to the next batch, and kept they would hold the memory.
-            for p in self.opened.values():
-                self.cu.close(p)
-            self.opened = {}
+            self.maps.close_all()
 
     def fingerprint(self, value):
         if isinstance(value, torch.Tensor):

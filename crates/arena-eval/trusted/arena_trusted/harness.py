@@ -10,8 +10,11 @@ evaluator then picks the GPU where its container has one, else the CPU, and sets
 module; optionally PRELOAD, the modules every kernel imports first (loaded once in the
 process kernel processes are forked from: zygote.py); and optionally COMPILED_BASELINE,
 torch.compile's keyword arguments: the original is then also timed compiled, a second
-baseline (KernelBench's torch.compile column). Only the evaluator imports it; kernel
-processes cannot read it.
+baseline (KernelBench's torch.compile column); and optionally OUTPUT_ARGS, for a GPU kernel
+that writes its output into arguments it is given (vLLM's in-place kernels): the indices of
+those arguments, which the evaluator reads from its own input slots after each call (what
+the call returns is then ignored). Only the evaluator imports it; kernel processes cannot
+read it.
 """
 import importlib.util
 import os
@@ -80,6 +83,26 @@ def compiled_options(m, path):
     return opts
 
 
+def output_args(m, path, device):
+    """OUTPUT_ARGS: the indices of the arguments a kernel writes its output into (a tuple of
+    distinct non-negative ints, GPU tasks only); None where the kernel returns its output."""
+    idx = getattr(m, "OUTPUT_ARGS", None)
+    if idx is None:
+        return None
+    if (
+        not isinstance(idx, (tuple, list))
+        or not idx
+        or not all(type(i) is int and i >= 0 for i in idx)
+        or len(set(idx)) != len(idx)
+    ):
+        raise ValueError(f"{path}: OUTPUT_ARGS must be a non-empty tuple of distinct argument indices, not {idx!r}")
+    if device != "cuda":
+        # A CPU kernel's arguments are decoded in its own process: nothing it writes into
+        # them comes back.
+        raise ValueError(f"{path}: OUTPUT_ARGS (outputs written into arguments) needs a GPU task; this one runs on {device}")
+    return tuple(idx)
+
+
 class Harness:
     def __init__(self, path, accelerator=True):
         sys.path.insert(0, os.path.dirname(path))
@@ -101,3 +124,15 @@ class Harness:
             default = tensor_check(getattr(m, "ATOL", 1e-5), getattr(m, "RTOL", 1e-5))
         self.check = getattr(m, "check", default)
         self.compiled_baseline = compiled_options(m, path)
+        self.output_args = output_args(m, path, self.device)
+        self.path = path
+
+    def check_output_args(self, args):
+        """A harness error (not the kernel's): OUTPUT_ARGS names an argument that
+        make_inputs does not give as a tensor."""
+        for i in self.output_args or ():
+            if i >= len(args) or type(args[i]).__name__ != "Tensor":
+                raise ValueError(
+                    f"{self.path}: OUTPUT_ARGS names argument {i}, which is not a tensor of the "
+                    f"{len(args)} arguments make_inputs gives"
+                )

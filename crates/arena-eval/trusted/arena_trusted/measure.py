@@ -55,6 +55,8 @@ class Session:
         self.counter += 1
         seed = self._seed(purpose, i, self.counter)
         args = tuple(self.h.make_inputs(self.configs[i][0], seed))
+        if self.h.output_args:
+            self.h.check_output_args(args)
         want = self.h.reference(*args)
         return args, want
 
@@ -98,7 +100,7 @@ class Session:
             reply = {"outputs": captured.get("outputs", [])}
         try:
             elapsed += self.data.settle(elapsed)
-            outs = self.data.outputs(kernel, calls, reply)
+            outs = self.data.outputs(kernel, calls, reply, self.h.output_args)
         except Exception as e:  # what the kernel process handed back does not hold up
             raise CheckFailed(f"{self.name(i)}: {type(e).__name__}: {e}" if not self.hidden else f"{self.name(i)}: {type(e).__name__}")
         if len(outs) != n:
@@ -133,6 +135,8 @@ class Session:
         }
         if k.compiled is not None:
             msg["compiled"] = k.compiled
+        if self.h.output_args:
+            msg["in_place"] = True
         return msg
 
     def correctness(self, kernel):
@@ -190,12 +194,12 @@ class Session:
         """Per configuration: calibrate each kernel's batch size, then randomized pairs of
         batches; per-call times are batch seconds over calls.
 
-        On the CPU the pairs are spread over `perf.sessions` sessions, each with fresh
-        processes of both kernels (`restart`): a process's own speed (where its memory
-        landed) differs from the next one's by a few percent for identical code, so one
-        process pair is one sample of that, however many batches it times. The cases then
-        say which session each pair came from, and the interval is over sessions. GPU
-        batches are replayed graphs, timed by the device: one session.
+        The pairs are spread over sessions (`perf.sessions` on the CPU, `perf.gpu_sessions`
+        on a GPU), each with fresh processes of both kernels (`restart`): a CPU process's own
+        speed (where its memory landed) differs from the next one's by a few percent for
+        identical code, and a GPU kernel that autotunes picks its configuration per process,
+        so one process pair is one sample of that, however many batches it times. The cases
+        then say which session each pair came from, and the interval is over sessions.
 
         The first kernel is the baseline, the last the one judged; an optional kernel between
         them (the original compiled by torch.compile) is timed in the same pairs, each of its
@@ -207,8 +211,9 @@ class Session:
         target = float(perf["target_batch_ms"]) / 1000.0
         max_calls = int(perf["max_calls"])
         sessions = 1
-        if restart is not None and self.h.device != "cuda" and len(kernels) >= 2:
-            sessions = max(1, min(pairs, int(perf.get("sessions", 1))))
+        if restart is not None and len(kernels) >= 2:
+            per_device = "gpu_sessions" if self.h.device == "cuda" else "sessions"
+            sessions = max(1, min(pairs, int(perf.get(per_device, 1))))
         share = [pairs // sessions + (1 if s < pairs % sessions else 0) for s in range(sessions)]
         roles = [k.role for k in kernels]
         optional = [k.role for k in kernels if k.optional]
@@ -290,7 +295,7 @@ class Session:
 
                 self._guarded(k, st, size)
             st["graph"] = self._graphs(self._live(kernels, st), i, n, cap, target, st)
-            st["n"] = n
+            st["n"] = self._common_calls(n)
         else:
             for k in self._live(kernels, st):
                 self._guarded(k, st, lambda k=k: self.batch(k, i, 1, "warmup", "performance"))
@@ -305,6 +310,19 @@ class Session:
 
                 self._guarded(k, st, timed)
             st["session"].append(session)
+
+    @staticmethod
+    def _common_calls(n):
+        """One batch size for every kernel of a case. A batch's time per call depends on how
+        many calls it holds (a graph of them, their inputs' footprint), not only on the
+        kernel: two untouched copies of a 2 µs kernel, sized apart by their noisy sizing
+        batches (1 890 and 4 096 calls), read 7 % apart on an H100, in every one of five
+        sessions. The most any kernel was sized to, but at most 4x the least, so that a kernel
+        far slower than the other takes batches of at most ~4 targets."""
+        if not n:
+            return n
+        calls = min(max(n.values()), 4 * min(n.values()))
+        return {role: calls for role in n}
 
     @staticmethod
     def _live(kernels, st):

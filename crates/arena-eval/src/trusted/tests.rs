@@ -1,0 +1,252 @@
+use super::*;
+
+#[test]
+fn the_digest_covers_every_file_and_install_writes_them_read_only() {
+    let d = tempfile::tempdir().unwrap();
+    install(&d.path().join("t")).unwrap();
+    for (name, text) in FILES {
+        assert_eq!(
+            std::fs::read_to_string(d.path().join("t").join(name)).unwrap(),
+            *text
+        );
+    }
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(d.path().join("t/evaluate.py"))
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o444);
+    assert_eq!(digest(), digest());
+    assert!(digest().as_str().starts_with("sha256:"));
+}
+
+/// A harness's COMPILED_BASELINE, read by python3 as the evaluator reads it: torch.compile's
+/// keyword arguments as plain data, or refused naming the harness; absent, no baseline.
+/// `script` run by python3 with the evaluator's files installed in the directory its first
+/// argument names.
+fn python_on_evaluator(script: &str) -> std::process::Output {
+    let d = tempfile::tempdir().unwrap();
+    install(&d.path().join("t")).unwrap();
+    std::process::Command::new("python3")
+        .args(["-I", "-c", script])
+        .arg(d.path().join("t"))
+        .output()
+        .unwrap()
+}
+
+/// `script` (python_on_evaluator) prints `ok` and nothing else.
+fn assert_prints_ok(script: &str) {
+    let o = python_on_evaluator(script);
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout).trim(),
+        "ok",
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+#[test]
+fn a_compiled_baseline_is_plain_keyword_arguments_or_refused() {
+    let script = r#"
+import sys, types
+sys.path.insert(0, sys.argv[1])
+import harness
+def m(**kw):
+    return types.SimpleNamespace(**kw)
+assert harness.compiled_options(m(), "h.py") is None
+assert harness.compiled_options(m(COMPILED_BASELINE={}), "h.py") == {}
+ok = {"backend": "inductor", "mode": "max-autotune", "options": {"triton.cudagraphs": False}}
+assert harness.compiled_options(m(COMPILED_BASELINE=ok), "h.py") == ok
+for bad in (True, "inductor", {"backend": print}, {1: "x"}, {"options": {"a": [1]}}):
+    try:
+        harness.compiled_options(m(COMPILED_BASELINE=bad), "h.py")
+    except ValueError as e:
+        assert str(e).startswith("h.py: COMPILED_BASELINE must be a dict"), e
+    else:
+        raise AssertionError(f"{bad!r} was taken")
+print("ok")
+"#;
+    assert_prints_ok(script);
+}
+
+/// OUTPUT_ARGS, read as the evaluator reads it: distinct argument indices, on a GPU task
+/// only (a CPU kernel's arguments never come back); an index make_inputs gives no tensor
+/// for is the harness's error, named.
+#[test]
+fn outputs_written_into_arguments_are_distinct_indices_of_a_gpu_task() {
+    let script = r#"
+import sys, types
+sys.path.insert(0, sys.argv[1])
+import harness
+def m(**kw):
+    return types.SimpleNamespace(**kw)
+assert harness.output_args(m(), "h.py", "cpu") is None
+assert harness.output_args(m(OUTPUT_ARGS=(4, 5)), "h.py", "cuda") == (4, 5)
+assert harness.output_args(m(OUTPUT_ARGS=[0]), "h.py", "cuda") == (0,)
+for bad in ((), (1, 1), (-1,), ("0",), 0, (True,)):
+    try:
+        harness.output_args(m(OUTPUT_ARGS=bad), "h.py", "cuda")
+    except ValueError as e:
+        assert str(e).startswith("h.py: OUTPUT_ARGS must be"), e
+    else:
+        raise AssertionError(f"{bad!r} was taken")
+try:
+    harness.output_args(m(OUTPUT_ARGS=(0,)), "h.py", "cpu")
+except ValueError as e:
+    assert "needs a GPU task; this one runs on cpu" in str(e), e
+else:
+    raise AssertionError("a CPU task's OUTPUT_ARGS was taken")
+h = types.SimpleNamespace(output_args=(2,), path="h.py")
+try:
+    harness.Harness.check_output_args(h, (1, 2))
+except ValueError as e:
+    assert str(e) == "h.py: OUTPUT_ARGS names argument 2, which is not a tensor of the 2 arguments make_inputs gives", e
+else:
+    raise AssertionError("a missing argument was taken")
+print("ok")
+"#;
+    assert_prints_ok(script);
+}
+
+/// The kernels' output allocations the evaluator opened: none is closed while a batch's
+/// outputs are read, however many it spans (600 here, past the limit of 512); those kept
+/// are closed before the next batch, and each handle is opened once while kept.
+#[test]
+fn a_batchs_output_mappings_stay_open_while_it_is_read() {
+    let script = r#"
+import sys
+sys.path.insert(0, sys.argv[1])
+import mappings
+class Driver:
+    def __init__(self):
+        self.live, self.opens = set(), 0
+    def open(self, h):
+        self.opens += 1
+        self.live.add(h)
+        return h
+    def close(self, p):
+        self.live.remove(p)
+cu = Driver()
+m = mappings.Mappings(cu)
+m.begin_batch()
+for i in range(600):
+    assert m.open(f"h{i}") == f"h{i}"
+assert len(cu.live) == 600, "a mapping of the batch was closed while it was read"
+assert m.open("h0") == "h0" and cu.opens == 600
+m.begin_batch()
+assert not cu.live and not m.opened
+m.open("a"); m.begin_batch()
+assert cu.live == {"a"}
+m.close_all()
+assert not cu.live
+print("ok")
+"#;
+    assert_prints_ok(script);
+}
+
+/// The zygote started before the harness is loaded: the modules read from the harness's
+/// text, kept only where they are the ones picked once it is loaded; a job without a
+/// zygote, or a guess that differs, closes it.
+#[test]
+fn an_early_zygote_is_kept_only_where_its_guess_was_right() {
+    let script = r#"
+import os, sys, tempfile, types
+sys.path.insert(0, sys.argv[1])
+import evaluate as ev
+d = tempfile.mkdtemp()
+def h(text):
+    p = os.path.join(d, "h.py")
+    with open(p, "w") as f:
+        f.write(text)
+    return p
+assert ev.modules_named(h("x = 1\n"), True) == []
+assert ev.modules_named(h("PRELOAD = ['json']\nimport torch\n"), True) == ["json"]
+assert ev.modules_named(h("import torch.nn\nDEVICE = 'cpu'\n"), True) == ["torch"]
+both = "PRELOAD = ['json', 'triton']\nDEVICES = ['cuda', 'cpu']\n"
+assert ev.modules_named(h(both), False) == ["json"]
+assert ev.modules_named(h(both), True) == ["json", "triton"]
+# On a GPU the evaluator's set-up imports PyTorch whatever the harness imports.
+gpu = ev.modules_named(h("DEVICE = 'cuda'\n"), True)
+assert gpu[0] == "torch" and gpu[1:] in ([], ["triton"]), gpu
+assert ev.modules_named(h("DEVICES = ['rocm']\n"), True) is None
+assert ev.modules_named(h("def f(:\n"), True) is None
+job = {"roles": ["baseline"], "scratch": {"baseline": d}, "pass_env": []}
+harness = types.SimpleNamespace(module=types.SimpleNamespace(PRELOAD=["json"]), device="cpu")
+env = ev.zygote_env(job)
+early = ev.Zygote(["json"], env)
+assert ev.zygote_for(job, harness, early) is early
+wrong = ev.Zygote([], env)
+z = ev.zygote_for(job, harness, wrong)
+assert z is not wrong and z.modules == ["json"] and wrong.proc.poll() is not None
+z.ready()
+assert z.loaded == ["json"] and z.failed == []
+unwanted = ev.Zygote(["json"], env)
+assert ev.zygote_for(dict(job, zygote=False), harness, unwanted) is None
+assert unwanted.proc.poll() is not None
+for x in (early, z):
+    x.close()
+print("ok")
+"#;
+    assert_prints_ok(script);
+}
+
+/// The evaluator's codec, run by python3: a GPU batch's answer of thousands of output
+/// descriptors (2.5 MB) crosses a pipe; one past the limit is refused on both sides.
+#[test]
+fn a_large_answer_crosses_and_one_past_the_limit_is_refused() {
+    let script = r#"
+import os, sys, threading
+sys.path.insert(0, sys.argv[1])
+import wire
+r, w = os.pipe()
+item = {"handle": "ab" * 64, "offset": 512, "shape": [64, 4096], "stride": [4096, 1], "dtype": "float16"}
+msg = {"outputs": [{"tuple": True, "items": [item, item]}] * 4096}
+def send():
+    try:
+        wire.send(w, msg)
+    except Exception as e:
+        print("not sent:", e)
+        os.close(w)  # the reader sees the end, not a hang
+t = threading.Thread(target=send); t.start()
+assert wire.recv(r) == msg
+t.join()
+try:
+    wire.send(w, {"x": "y" * (17 << 20)})
+    print("sent")
+except wire.WireError as e:
+    print("refused:", e)
+"#;
+    let o = python_on_evaluator(script);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success(),
+        "{out}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(out.starts_with("refused: message of"), "{out}");
+}
+
+#[test]
+fn a_job_names_each_kernel_its_user_and_scratch() {
+    let j = Job::new(
+        "./scripts/h.py",
+        &[BASELINE, CANDIDATE],
+        &crate::GateTimeouts::default(),
+        vec![44],
+    );
+    let v = serde_json::to_value(&j).unwrap();
+    assert_eq!(v["harness"], "/arena/harness/task/scripts/h.py");
+    assert_eq!(v["roles"], serde_json::json!(["baseline", "candidate"]));
+    // The compiled original's user: its own scratch, the original's sources.
+    assert_eq!(v["users"]["compiled"]["uid"], 60003);
+    assert_eq!(v["scratch"]["compiled"], "/scratch/60003");
+    assert_eq!(v["kernels"]["compiled"], v["kernels"]["baseline"]);
+    assert_eq!(v["users"]["candidate"]["uid"], 60002);
+    assert_eq!(v["scratch"]["baseline"], "/scratch/60001");
+    assert_eq!(v["kernels"]["candidate"], "/arena/kernel/60002");
+    assert!(v.get("hidden").is_none());
+    // GPU batches are timed by graph replay unless a job says otherwise (measure.py
+    // reads `perf.graphs`).
+    assert_eq!(v["perf"]["graphs"], true);
+    assert_eq!(v["perf"]["pairs"], 10);
+}
