@@ -3,7 +3,8 @@
 # build it into two empty stores (the same digests, or exit 1), lock the `cuda` set, load it
 # into a private containerd and, in a container of the row_softmax task's image: import torch
 # and triton, check their versions and that torch is a CUDA build, run a CPU torch op and the
-# task's reference implementation on its visible shapes. Prints the build times.
+# task's reference implementation on its visible shapes, and arena's harnesses for
+# AgentKernelArena tasks against their kernels (ci/aka-harness-check.py). Prints the build times.
 # Without the 4.2 GB wheel set in the cache it says so and exits 0 (ARENA_FETCH=1 fetches it).
 # usage: ci/bench/cuda-pytorch.sh [WORK_DIR]
 set -euo pipefail
@@ -71,3 +72,8 @@ flags = open(importlib.util.cache_from_source(torch.__file__), "rb").read(8)[4:8
 assert flags == b"\x03\0\0\0", flags
 print(f"import torch, triton, numpy: {import_s:.2f} s (checked-hash bytecode from the image)")
 '
+# arena's trusted harnesses for AgentKernelArena tasks, against the tasks' own kernels (run
+# by Triton's interpreter on the CPU): each passes its untouched kernel and fails a wrong output.
+ctr -a "$sock" -n arena run --rm --mount "type=bind,src=$root,dst=/repo,options=rbind:ro" \
+  "$image" cuda-pytorch-aka-harnesses \
+  python3 -B /repo/ci/aka-harness-check.py /repo/tasks/aka-harnesses /repo/ci/fixtures/aka-slice/tasks

@@ -8,6 +8,7 @@ pub mod digest;
 pub mod discover;
 pub mod error;
 mod fields;
+pub mod harness_overlay;
 pub mod helpers;
 pub mod hidden;
 pub mod id;

@@ -206,3 +206,91 @@ fn the_slice_validates_and_gets_unseen_sets_that_keep_its_rules() {
         }
     }
 }
+
+/// arena's trusted harnesses for the slice's tasks (tasks/aka-harnesses): each names a task of
+/// the slice, `task materialize --harnesses` puts it into exactly that task's copy (named in
+/// its config.yaml, covered by its digest), and the file it names as the kernel's is one the
+/// task declares as the agent's. Whether each passes its task's kernel and fails a wrong
+/// output is checked by ci/aka-harness-check.py (in ci/bench/cuda-pytorch.sh, with torch).
+#[test]
+fn trusted_harnesses_go_into_the_tasks_they_name() {
+    let slice = repo().join("ci/fixtures/aka-slice");
+    let harnesses = repo().join("tasks/aka-harnesses");
+    let tmp = tempfile::tempdir().unwrap();
+    let mat = tmp.path().join("tasks");
+    let v = json(&arenactl(&[
+        "task",
+        "materialize",
+        "--aka-root",
+        slice.to_str().unwrap(),
+        "--out",
+        mat.to_str().unwrap(),
+        "--harnesses",
+        harnesses.to_str().unwrap(),
+        slice.join("tasks/triton2triton").to_str().unwrap(),
+        "--json",
+    ]));
+    let with: Vec<String> = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["harness"].as_str() == Some("arena_harness.py"))
+        .map(|c| c["id"].as_str().unwrap().to_string())
+        .collect();
+    let mut shipped: Vec<String> = walk(&harnesses)
+        .into_iter()
+        .map(|p| {
+            let rel = p.strip_prefix(harnesses.join("triton2triton")).unwrap();
+            rel.with_extension("").display().to_string()
+        })
+        .collect();
+    shipped.sort();
+    assert_eq!(
+        with, shipped,
+        "every harness goes into the task it names, and only there"
+    );
+    assert_eq!(with.len(), 7);
+    for id in &with {
+        let show = json(&arenactl(&[
+            "task",
+            "show",
+            "--root",
+            mat.to_str().unwrap(),
+            id,
+            "--json",
+        ]));
+        assert_eq!(
+            show["config"]["trusted_harness"], "arena_harness.py",
+            "{id}"
+        );
+        let text = std::fs::read_to_string(mat.join(id).join("arena_harness.py")).unwrap();
+        let source = text
+            .lines()
+            .find_map(|l| l.strip_prefix("SOURCE = \""))
+            .and_then(|l| l.strip_suffix('"'))
+            .unwrap_or_else(|| panic!("{id}: no SOURCE line"));
+        let agents: Vec<&str> = show["agent_files"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{id}: {show}"))
+            .iter()
+            .map(|v| v.as_str().unwrap())
+            .collect();
+        assert!(
+            agents.contains(&source),
+            "{id}: {source} is not among {agents:?}"
+        );
+    }
+}
+
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}

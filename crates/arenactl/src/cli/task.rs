@@ -41,6 +41,11 @@ pub enum TaskCommand {
         /// A new directory for the copies (ids as under each DIR).
         #[arg(long, value_name = "OUT")]
         out: PathBuf,
+        /// arena's trusted harnesses (`<DIR>/<task id>.py`, as in tasks/aka-harnesses): a
+        /// task that has one gets it as arena_harness.py, named `trusted_harness` in its
+        /// config.yaml, so that arena's evaluator times it from outside.
+        #[arg(long, value_name = "DIR")]
+        harnesses: Option<PathBuf>,
         #[arg(required = true, value_name = "DIR")]
         dirs: Vec<PathBuf>,
         #[command(flatten)]

@@ -1,9 +1,10 @@
-//! `arenactl task materialize --aka-root AKA --out OUT DIR…`: AgentKernelArena tasks copied with
-//! their perf helpers in place, then read back as tasks (so a copy that is still not runnable
-//! says why).
+//! `arenactl task materialize --aka-root AKA --out OUT [--harnesses DIR] DIR…`: AgentKernelArena
+//! tasks copied with their perf helpers in place (and arena's trusted harness, where DIR has
+//! one for the task), then read back as tasks (so a copy that is still not runnable says why).
 
 use std::path::{Path, PathBuf};
 
+use arena_task::harness_overlay::{add_harness, harness_for, HARNESS_FILE};
 use arena_task::helpers::{copy_task, materialize, PerfHelpers};
 use arena_task::{discover_all, task_digest, Task};
 
@@ -15,6 +16,9 @@ struct Copied {
     dir: PathBuf,
     /// Files the helpers were put into, relative to the task.
     materialized: Vec<String>,
+    /// arena's trusted harness put in (its path in the task), where `--harnesses` had one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    harness: Option<String>,
     /// The copy's task digest (None when it is not a valid task).
     digest: Option<String>,
     /// Why the copy is not a valid task.
@@ -33,8 +37,17 @@ pub(super) fn digest_or_errors(
     })
 }
 
-pub fn run(aka_root: &Path, out: &Path, dirs: &[PathBuf], json: bool) -> anyhow::Result<Outcome> {
+pub fn run(
+    aka_root: &Path,
+    out: &Path,
+    harnesses: Option<&Path>,
+    dirs: &[PathBuf],
+    json: bool,
+) -> anyhow::Result<Outcome> {
     let helpers = PerfHelpers::load(aka_root)?;
+    if let Some(h) = harnesses.filter(|h| !h.is_dir()) {
+        anyhow::bail!("--harnesses {}: not a directory", h.display());
+    }
     if out.exists() && std::fs::read_dir(out)?.next().is_some() {
         anyhow::bail!(
             "{}: not empty: the copies go into a new directory (nothing is overwritten)",
@@ -50,11 +63,30 @@ pub fn run(aka_root: &Path, out: &Path, dirs: &[PathBuf], json: bool) -> anyhow:
             .iter()
             .map(|p| p.strip_prefix(&dst).unwrap_or(p).display().to_string())
             .collect();
+        // Harnesses are named by the task's path under AKA's tasks/ (the id AKA gives it),
+        // whichever directory the task was given as.
+        let aka_id = f
+            .dir
+            .canonicalize()
+            .ok()
+            .and_then(|d| {
+                let tasks = aka_root.join("tasks").canonicalize().ok()?;
+                Some(d.strip_prefix(tasks).ok()?.display().to_string())
+            })
+            .unwrap_or_else(|| f.id.clone());
+        let harness = match harnesses.and_then(|h| harness_for(h, &aka_id)) {
+            Some(h) => {
+                add_harness(&dst, &h)?;
+                Some(HARNESS_FILE.to_string())
+            }
+            None => None,
+        };
         let (digest, errors) = digest_or_errors(&dst, &f.id)?;
         copied.push(Copied {
             id: f.id,
             dir: dst,
             materialized,
+            harness,
             digest,
             errors,
         });
@@ -64,11 +96,19 @@ pub fn run(aka_root: &Path, out: &Path, dirs: &[PathBuf], json: bool) -> anyhow:
         print_json(&copied)?;
     } else {
         for c in &copied {
+            let harness = match &c.harness {
+                Some(h) => format!("; arena's trusted harness in {h}"),
+                None => String::new(),
+            };
             match &c.digest {
                 Some(d) if c.materialized.is_empty() => {
-                    println!("{d}  {}  (no helpers needed)", c.id)
+                    println!("{d}  {}  (no helpers needed{harness})", c.id)
                 }
-                Some(d) => println!("{d}  {}  (helpers in {})", c.id, c.materialized.join(", ")),
+                Some(d) => println!(
+                    "{d}  {}  (helpers in {}{harness})",
+                    c.id,
+                    c.materialized.join(", ")
+                ),
                 None => {
                     println!("INVALID  {}", c.id);
                     for e in &c.errors {
@@ -78,10 +118,11 @@ pub fn run(aka_root: &Path, out: &Path, dirs: &[PathBuf], json: bool) -> anyhow:
             }
         }
         println!(
-            "{} tasks copied to {}; {} with helpers put in; {invalid} not valid tasks",
+            "{} tasks copied to {}; {} with helpers put in, {} with arena's trusted harness; {invalid} not valid tasks",
             copied.len(),
             out.display(),
-            copied.iter().filter(|c| !c.materialized.is_empty()).count()
+            copied.iter().filter(|c| !c.materialized.is_empty()).count(),
+            copied.iter().filter(|c| c.harness.is_some()).count()
         );
     }
     Ok(if invalid > 0 {

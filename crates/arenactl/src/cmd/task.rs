@@ -18,9 +18,10 @@ pub fn run(cmd: TaskCommand) -> anyhow::Result<Outcome> {
         TaskCommand::Materialize {
             aka_root,
             out,
+            harnesses,
             dirs,
             json,
-        } => super::materialize::run(&aka_root, &out, &dirs, json.json),
+        } => super::materialize::run(&aka_root, &out, harnesses.as_deref(), &dirs, json.json),
         TaskCommand::Import {
             format: crate::cli::ImportFormat::Kernelbench,
             dir,

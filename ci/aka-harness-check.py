@@ -1,0 +1,87 @@
+#!/usr/bin/env python3
+"""arena's trusted harnesses for AgentKernelArena tasks (tasks/aka-harnesses), checked against
+the tasks' own kernels on a machine without a GPU: Triton's interpreter (TRITON_INTERPRET=1)
+runs each kernel on CPU tensors. For every harness and every visible shape: the untouched
+kernel's output (its return value, or the arguments OUTPUT_ARGS names) passes the harness's
+check against its reference, and the reference of other inputs does not (the check can fail).
+Exit 1 on any failure. Run by ci/bench/cuda-pytorch.sh in a container of that image.
+
+usage: python3 ci/aka-harness-check.py HARNESS_DIR AKA_TASKS_DIR
+"""
+import contextlib
+import glob
+import importlib.util
+import os
+import sys
+import time
+
+os.environ["TRITON_INTERPRET"] = "1"
+import torch  # noqa: E402
+import triton  # noqa: E402
+
+# The interpreter cannot benchmark: an autotuned kernel keeps its first configuration.
+_autotune = triton.autotune
+triton.autotune = lambda configs, key, **kw: _autotune(configs=configs[:1], key=key, **kw)
+# A kernel that enters its tensor's CUDA device (layernorm_gated) runs on the CPU here.
+torch.cuda.device = lambda index: contextlib.nullcontext()
+
+
+def load(path, name):
+    spec = importlib.util.spec_from_file_location(name, path)
+    m = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(m)
+    return m
+
+
+def default_check(h):
+    def check(got, want):
+        if not torch.allclose(got, want, atol=h.ATOL, rtol=h.RTOL):
+            raise AssertionError(f"not within atol={h.ATOL}, rtol={h.RTOL}")
+
+    return check
+
+
+def check_task(h, task_dir):
+    h.DEVICE = "cpu"
+    sys.path.insert(0, os.path.dirname(os.path.join(task_dir, h.SOURCE)))
+    try:
+        fn = getattr(load(os.path.join(task_dir, h.SOURCE), "kernel_under_test"), h.ENTRY)
+    finally:
+        sys.path.pop(0)
+    check = getattr(h, "check", None) or default_check(h)
+    outs = getattr(h, "OUTPUT_ARGS", None)
+    for i, shape in enumerate(h.TEST_SHAPES):
+        args = h.make_inputs(shape, 1000 + i)
+        want = h.reference(*args)
+        given = tuple(a.clone() if isinstance(a, torch.Tensor) else a for a in args)
+        got = fn(*given)
+        if outs:
+            got = given[outs[0]] if len(outs) == 1 else tuple(given[j] for j in outs)
+        check(got, want)
+        other = h.reference(*h.make_inputs(shape, 5000 + i))
+        try:
+            check(got, other)
+        except AssertionError:
+            continue
+        raise AssertionError(f"shape {shape!r}: the check passed the reference of other inputs")
+
+
+def main(harness_dir, tasks_dir):
+    failed = 0
+    harnesses = sorted(glob.glob(os.path.join(harness_dir, "**", "*.py"), recursive=True))
+    for path in harnesses:
+        task = os.path.relpath(path, harness_dir)[: -len(".py")]
+        t0 = time.time()
+        try:
+            h = load(path, "harness")
+            check_task(h, os.path.join(tasks_dir, task))
+            print(f"ok    {task}: {len(h.TEST_SHAPES)} shapes ({time.time() - t0:.1f} s)", flush=True)
+        except Exception as e:
+            failed += 1
+            print(f"FAIL  {task}: {type(e).__name__}: {e}", flush=True)
+    print(f"{len(harnesses) - failed} of {len(harnesses)} harnesses pass their task's kernel")
+    return 1 if failed or not harnesses else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1], sys.argv[2]))
