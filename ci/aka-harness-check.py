@@ -3,7 +3,9 @@
 the tasks' own kernels on a machine without a GPU: Triton's interpreter (TRITON_INTERPRET=1)
 runs each kernel on CPU tensors. For every harness and every visible shape: the untouched
 kernel's output (its return value, or the arguments OUTPUT_ARGS names) passes the harness's
-check against its reference, and the reference of other inputs does not (the check can fail).
+check against its reference (made, as the evaluator makes it, from copies of the output
+arguments), and neither the reference of other inputs nor, for OUTPUT_ARGS, the output
+arguments as given (the kernel not called) does: the check can fail.
 Exit 1 on any failure. Run by ci/bench/cuda-pytorch.sh in a container of that image.
 
 usage: python3 ci/aka-harness-check.py HARNESS_DIR AKA_TASKS_DIR
@@ -24,6 +26,9 @@ _autotune = triton.autotune
 triton.autotune = lambda configs, key, **kw: _autotune(configs=configs[:1], key=key, **kw)
 # A kernel that enters its tensor's CUDA device (layernorm_gated) runs on the CPU here.
 torch.cuda.device = lambda index: contextlib.nullcontext()
+# The evaluator's own default check (harness.tensor_check), as it applies it.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../crates/arena-eval/trusted/arena_trusted"))
+import harness as evaluator_harness  # noqa: E402
 
 
 def load(path, name):
@@ -33,14 +38,6 @@ def load(path, name):
     return m
 
 
-def default_check(h):
-    def check(got, want):
-        if not torch.allclose(got, want, atol=h.ATOL, rtol=h.RTOL):
-            raise AssertionError(f"not within atol={h.ATOL}, rtol={h.RTOL}")
-
-    return check
-
-
 def check_task(h, task_dir):
     h.DEVICE = "cpu"
     sys.path.insert(0, os.path.dirname(os.path.join(task_dir, h.SOURCE)))
@@ -48,22 +45,34 @@ def check_task(h, task_dir):
         fn = getattr(load(os.path.join(task_dir, h.SOURCE), "kernel_under_test"), h.ENTRY)
     finally:
         sys.path.pop(0)
-    check = getattr(h, "check", None) or default_check(h)
-    outs = getattr(h, "OUTPUT_ARGS", None)
+    check = getattr(h, "check", None) or evaluator_harness.tensor_check(getattr(h, "ATOL", 1e-5), getattr(h, "RTOL", 1e-5))
+    outs = getattr(h, "OUTPUT_ARGS", None) or ()
+
+    def copies(args):
+        return tuple(a.clone() if isinstance(a, torch.Tensor) else a for a in args)
+
+    def outputs(result, args):
+        if not outs:
+            return result
+        return args[outs[0]] if len(outs) == 1 else tuple(args[j] for j in outs)
+
+    def refused(got, want, what):
+        try:
+            check(got, want)
+        except AssertionError:
+            return
+        raise AssertionError(f"shape {shape!r}: the check passed {what}")
+
     for i, shape in enumerate(h.TEST_SHAPES):
         args = h.make_inputs(shape, 1000 + i)
-        want = h.reference(*args)
-        given = tuple(a.clone() if isinstance(a, torch.Tensor) else a for a in args)
-        got = fn(*given)
-        if outs:
-            got = given[outs[0]] if len(outs) == 1 else tuple(given[j] for j in outs)
+        want = h.reference(*copies(args))
+        given = copies(args)
+        got = outputs(fn(*given), given)
         check(got, want)
-        other = h.reference(*h.make_inputs(shape, 5000 + i))
-        try:
-            check(got, other)
-        except AssertionError:
-            continue
-        raise AssertionError(f"shape {shape!r}: the check passed the reference of other inputs")
+        refused(got, h.reference(*copies(h.make_inputs(shape, 5000 + i))), "the reference of other inputs")
+        if outs:
+            untouched = copies(args)
+            refused(outputs(None, untouched), want, "the output arguments as given (the kernel not called)")
 
 
 def main(harness_dir, tasks_dir):

@@ -135,8 +135,8 @@ pub struct PerfSettings {
     pub warmup_batches: u32,
     /// GPU kernels: each timed batch is captured as a CUDA graph (before its inputs are
     /// written) and replayed in the timed window, so the time is the GPU's and not the
-    /// Python launch path's. A case where either kernel cannot be captured is timed eagerly,
-    /// both kernels alike, and says why.
+    /// Python launch path's. A kernel that cannot be captured is timed eagerly (only that
+    /// one: refusing capture never makes a kernel read faster), and the case says why.
     pub graphs: bool,
     /// CPU kernels: the pairs are spread over this many sessions, each with fresh processes
     /// of both kernels, because a process's own speed (where its memory landed) differs from

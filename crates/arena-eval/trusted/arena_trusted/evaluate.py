@@ -250,7 +250,7 @@ def run_gates(job, harness, data, configs, hidden, roles, out, gates, record, zy
         """The original compiled by torch.compile (the original's sources, as the COMPILED
         user), loaded and run once; placed before the judged kernel. Where it fails, the
         evaluation goes on without it and the record says why. Once it failed, a later
-        session's fresh processes (on a CPU) do not try again: the same answer would cost the
+        session's fresh processes do not try again: the same answer would cost the
         attempt again. The record is the evaluation's own, so a candidate that made it fail
         (by holding the device's memory) takes the column from no candidate after it."""
         if "error" in record["compiled_baseline"]:

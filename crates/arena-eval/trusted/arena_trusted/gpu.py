@@ -1,6 +1,7 @@
 """GPU kernels: inputs in device memory the evaluator owns, shared with one kernel process
 through CUDA IPC; outputs in device memory the kernel process owns, opened by the evaluator
-the moment the batch is answered and checked there.
+the moment the batch is answered and checked there (or, for a kernel that writes into its
+arguments, OUTPUT_ARGS, read from the call's own slot).
 
 Each kernel process gets a pool of its own (allocated with cuMemAlloc, so an IPC handle
 shares nothing else; in chunks of at most CHUNK bytes, each its own allocation and handle),
@@ -315,9 +316,9 @@ class GpuData:
         torch.cuda.empty_cache()
 
     def end_session(self):
-        """The kernel processes of an evaluation are gone (a warm evaluator's next one gets
-        new ones): their input pools and the mappings of their outputs go too, so the next
-        evaluation starts as the first did."""
+        """The kernel processes of an evaluation (or of a performance session) are gone (a
+        warm evaluator's next evaluation, or the next session, gets new ones): their input
+        pools and the mappings of their outputs go too, so the next starts as the first did."""
         for st in self.state.values():
             self._free(st["pools"], st["handles"])
         self.state = {}
@@ -348,17 +349,21 @@ class GpuData:
             st["next"] += 1
         return calls
 
+    @staticmethod
+    def _slot_base(st, slot):
+        """Where slot `slot` of a kernel's pools starts (as ChildSide.args finds it)."""
+        chunk, j = divmod(slot, st["per_chunk"])
+        return st["pools"][chunk] + j * st["slot_bytes"]
+
     def fill(self, kernel, calls, args_list):
         """Writes each call's arguments into its slot (the kernel process is stopped)."""
         st = self.state[kernel.role]
         for call, args in zip(calls, args_list):
-            k = call["slot"]
+            base = self._slot_base(st, call["slot"])
             for a, x in zip(args, st["layout"]):
                 if isinstance(a, torch.Tensor):
                     c = a.contiguous()
-                    chunk, j = divmod(k, st["per_chunk"])
-                    at = st["pools"][chunk] + j * st["slot_bytes"] + x["offset"]
-                    view = tensor_at(at, list(c.shape), list(c.stride()), c.dtype)
+                    view = tensor_at(base + x["offset"], list(c.shape), list(c.stride()), c.dtype)
                     view.copy_(c)
         torch.cuda.synchronize()
 
@@ -409,8 +414,7 @@ class GpuData:
         """The arguments `output_args` of slot `slot`, viewed in the evaluator's pool: one
         tensor, or a tuple where several are named."""
         st = self.state[kernel.role]
-        chunk, j = divmod(slot, st["per_chunk"])
-        base = st["pools"][chunk] + j * st["slot_bytes"]
+        base = self._slot_base(st, slot)
         got = []
         for i in output_args:  # tensors of the call (Harness.check_output_args)
             x = st["layout"][i]

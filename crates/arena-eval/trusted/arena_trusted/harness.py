@@ -12,8 +12,8 @@ process kernel processes are forked from: zygote.py); and optionally COMPILED_BA
 torch.compile's keyword arguments: the original is then also timed compiled, a second
 baseline (KernelBench's torch.compile column); and optionally OUTPUT_ARGS, for a GPU kernel
 that writes its output into arguments it is given (vLLM's in-place kernels): the indices of
-those arguments, which the evaluator reads from its own input slots after each call (what
-the call returns is then ignored). Only the evaluator imports it; kernel processes cannot
+those arguments, which the evaluator reads from its own input slots after each batch (what
+the call returns is then ignored; the reference is given copies of them). Only the evaluator imports it; kernel processes cannot
 read it.
 """
 import importlib.util

@@ -57,6 +57,10 @@ class Session:
         args = tuple(self.h.make_inputs(self.configs[i][0], seed))
         if self.h.output_args:
             self.h.check_output_args(args)
+            # The kernel gets `args` as they are now: a reference that wrote its answer into
+            # an output argument would hand it to the kernel. It gets copies of those.
+            given = tuple(a.clone() if j in self.h.output_args else a for j, a in enumerate(args))
+            return args, self.h.reference(*given)
         want = self.h.reference(*args)
         return args, want
 
@@ -240,7 +244,9 @@ class Session:
                     continue
                 try:
                     self._session(kernels, i, st, share[s], s, target, max_calls)
-                except (CheckFailed, KernelFailed) as e:
+                except (CheckFailed, KernelFailed, NotCapturable) as e:
+                    # NotCapturable: a kernel captured while sized refuses a timed capture
+                    # (in this session's fresh process, or at will): the case's failure.
                     st["case"]["error"] = str(e)
         cases, failed = [], False
         for st in state:
@@ -295,7 +301,7 @@ class Session:
 
                 self._guarded(k, st, size)
             st["graph"] = self._graphs(self._live(kernels, st), i, n, cap, target, st)
-            st["n"] = self._common_calls(n)
+            st["n"] = self._common_calls(n, [k.role for k in self._live(kernels, st) if not k.optional])
         else:
             for k in self._live(kernels, st):
                 self._guarded(k, st, lambda k=k: self.batch(k, i, 1, "warmup", "performance"))
@@ -312,17 +318,20 @@ class Session:
             st["session"].append(session)
 
     @staticmethod
-    def _common_calls(n):
-        """One batch size for every kernel of a case. A batch's time per call depends on how
+    def _common_calls(n, main):
+        """One batch size for the kernels of a case. A batch's time per call depends on how
         many calls it holds (a graph of them, their inputs' footprint), not only on the
         kernel: two untouched copies of a 2 µs kernel, sized apart by their noisy sizing
         batches (1 890 and 4 096 calls), read 7 % apart on an H100, in every one of five
-        sessions. The most any kernel was sized to, but at most 4x the least, so that a kernel
-        far slower than the other takes batches of at most ~4 targets."""
-        if not n:
+        sessions. The most the `main` kernels (baseline and candidate) were sized to, but at
+        most 4x the least, so that a kernel far slower than the other takes batches of at
+        most ~4 targets; an optional kernel (the compiled baseline) never sizes theirs, and
+        takes the same where it can (at most 4x its own)."""
+        sized = [n[r] for r in main if r in n]
+        if not sized:
             return n
-        calls = min(max(n.values()), 4 * min(n.values()))
-        return {role: calls for role in n}
+        calls = min(max(sized), 4 * min(sized))
+        return {role: calls if role in main else min(calls, 4 * c) for role, c in n.items()}
 
     @staticmethod
     def _live(kernels, st):

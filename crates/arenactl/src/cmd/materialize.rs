@@ -73,7 +73,17 @@ pub fn run(
                 let tasks = aka_root.join("tasks").canonicalize().ok()?;
                 Some(d.strip_prefix(tasks).ok()?.display().to_string())
             })
-            .unwrap_or_else(|| f.id.clone());
+            .unwrap_or_else(|| {
+                if harnesses.is_some() {
+                    eprintln!(
+                        "warning: {}: not under {}: its harness is looked up as `{}.py`",
+                        f.dir.display(),
+                        aka_root.join("tasks").display(),
+                        f.id
+                    );
+                }
+                f.id.clone()
+            });
         let harness = match harnesses.and_then(|h| harness_for(h, &aka_id)) {
             Some(h) => {
                 add_harness(&dst, &h)?;

@@ -3,8 +3,10 @@
 The task's own runner times each call with CUDA events around its launch (the host's launch
 path included); arena's evaluator imports this file instead, makes the inputs from a secret
 seed, runs the kernel in a process of its own, replays its calls as a CUDA graph and checks
-every output (docs/trusted-evaluation.md). Shapes, input distributions and the reference
-follow the task's scripts/task_runner.py; the kernel masks logits in place (OUTPUT_ARGS).
+every output (docs/trusted-evaluation.md). Shapes, the logits' distribution and the
+reference follow the task's scripts/task_runner.py; the kernel masks logits in place
+(OUTPUT_ARGS). Unlike the task's runner, the masked rows are a random choice in a random
+order, and every bit of the bitmask is random (the runner's never sets bit 31).
 """
 import torch
 

@@ -3,9 +3,12 @@
 The task's own runner times each call with CUDA events around its launch (the host's launch
 path included); arena's evaluator imports this file instead, makes the inputs from a secret
 seed, runs the kernel in a process of its own, replays its calls as a CUDA graph and checks
-every output (docs/trusted-evaluation.md). Shapes, input distributions and the reference
+every output (docs/trusted-evaluation.md). Shapes, token distributions and the reference
 follow the task's scripts/task_runner.py; the kernel writes the prompt bitmask and the output
-counts into two of its arguments (OUTPUT_ARGS).
+counts into two of its arguments (OUTPUT_ARGS). Unlike the task's runner, the request states
+are more than the batch (vLLM's buffers hold other requests too), in a random order, and the
+buffers come holding garbage: a kernel must zero the rows of its batch and leave the others
+alone, as the original does.
 """
 import torch
 
@@ -17,24 +20,28 @@ TEST_SHAPES = [(4, 128, 256), (8, 256, 512), (16, 512, 1024), (32, 1024, 2048), 
 # bincount(idx_mapping, all_token_ids, prompt_len, prefill_len, prompt_bin_mask,
 #          output_bin_counts, max_prefill_len) writes the last two tensors.
 OUTPUT_ARGS = (4, 5)
+# Request states beyond the batch's, whose rows must come back untouched.
+EXTRA_STATES = 4
 
 
 def make_inputs(shape, seed):
     batch, seq_len, vocab = shape
+    states = batch + EXTRA_STATES
     g = torch.Generator(device=DEVICE).manual_seed(seed)
     i32 = dict(dtype=torch.int32, device=DEVICE)
-    # Which request state each batch row is: a permutation (vLLM's idx_mapping).
-    idx_mapping = torch.randperm(batch, generator=g, device=DEVICE).to(torch.int32)
-    all_token_ids = torch.randint(0, vocab, (batch, seq_len), generator=g, **i32)
-    prompt_len = torch.full((batch,), seq_len // 2, **i32)
-    prefill_len = torch.full((batch,), seq_len, **i32)
-    prompt_mask = torch.zeros(batch, (vocab + 31) // 32, **i32)
-    output_counts = torch.zeros(batch, vocab, **i32)
+    # Which request state each batch row is (vLLM's idx_mapping): distinct, in any order.
+    idx_mapping = torch.randperm(states, generator=g, device=DEVICE)[:batch].to(torch.int32)
+    all_token_ids = torch.randint(0, vocab, (states, seq_len), generator=g, **i32)
+    prompt_len = torch.full((states,), seq_len // 2, **i32)
+    prefill_len = torch.full((states,), seq_len, **i32)
+    garbage = dict(generator=g, **i32)
+    prompt_mask = torch.randint(-(2**31), 2**31, (states, (vocab + 31) // 32), **garbage)
+    output_counts = torch.randint(-(2**31), 2**31, (states, vocab), **garbage)
     return idx_mapping, all_token_ids, prompt_len, prefill_len, prompt_mask, output_counts, seq_len
 
 
 def reference(idx_mapping, all_token_ids, prompt_len, prefill_len, prompt_mask, output_counts, max_prefill_len):
-    batch, seq_len = all_token_ids.shape
+    batch, seq_len = idx_mapping.shape[0], all_token_ids.shape[1]
     vocab = output_counts.shape[1]
     words = prompt_mask.shape[1]
     states = idx_mapping.long()

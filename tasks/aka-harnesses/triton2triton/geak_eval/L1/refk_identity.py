@@ -1,6 +1,6 @@
 """arena's trusted harness for AgentKernelArena's geak_eval/L1/refk_identity.
 
-The task's own harness times each call with CUDA events around its launch (the host's launch
+The task's own harness times its calls with CUDA events on the host's stream (the host's launch
 path included); arena's evaluator imports this file instead, makes the inputs from a secret
 seed, runs the kernel in a process of its own, replays its calls as a CUDA graph and checks
 every output (docs/trusted-evaluation.md). Sizes and the input distribution follow the task's
