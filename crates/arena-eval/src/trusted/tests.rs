@@ -250,3 +250,53 @@ fn a_job_names_each_kernel_its_user_and_scratch() {
     assert_eq!(v["perf"]["graphs"], true);
     assert_eq!(v["perf"]["pairs"], 10);
 }
+
+/// The batch size a case's kernels share: the baseline's and candidate's larger size, at most
+/// 4x the smaller; an optional kernel (the compiled baseline) never sets it and takes it where
+/// it can (at most 4x its own).
+#[test]
+fn a_cases_kernels_share_one_batch_size_set_by_the_two_judged() {
+    let script = r#"
+import sys
+sys.path.insert(0, sys.argv[1])
+from measure import Session
+c = Session._common_calls
+main = ["baseline", "candidate"]
+assert c({"baseline": 1890, "candidate": 4096}, main) == {"baseline": 4096, "candidate": 4096}
+assert c({"baseline": 4096, "candidate": 100}, main) == {"baseline": 400, "candidate": 400}
+assert c({"baseline": 4096, "compiled": 300, "candidate": 4096}, main) == {"baseline": 4096, "compiled": 1200, "candidate": 4096}
+assert c({"baseline": 50}, ["baseline"]) == {"baseline": 50}
+print("ok")
+"#;
+    assert_prints_ok(script);
+}
+
+/// A reference that writes its answer into an output argument (OUTPUT_ARGS) writes into a
+/// copy: the arguments the kernel is given are as make_inputs made them.
+#[test]
+fn a_reference_never_writes_into_what_the_kernel_is_given() {
+    let script = r#"
+import sys, types
+sys.path.insert(0, sys.argv[1])
+from measure import Session
+class Tensor:
+    def __init__(self, v):
+        self.v = list(v)
+    def clone(self):
+        return Tensor(self.v)
+def reference(x, out):
+    out.v[:] = x.v
+    return Tensor(x.v)
+h = types.SimpleNamespace(
+    make_inputs=lambda shape, seed: (Tensor([seed % 7, 1]), Tensor([0, 0])),
+    reference=reference, output_args=(1,), device="cuda", path="h.py",
+    check_output_args=lambda args: None,
+)
+s = Session(h, None, [((2,), "visible")], b"secret", {"timeouts": {"performance": 1}}, False)
+args, want = s.fresh(0, "correctness")
+assert args[1].v == [0, 0], "the reference wrote into the kernel's output argument"
+assert want.v == args[0].v
+print("ok")
+"#;
+    assert_prints_ok(script);
+}
