@@ -16,6 +16,7 @@ import importlib.util
 import os
 import sys
 import time
+import types
 
 os.environ["TRITON_INTERPRET"] = "1"
 import torch  # noqa: E402
@@ -26,8 +27,13 @@ _autotune = triton.autotune
 triton.autotune = lambda configs, key, **kw: _autotune(configs=configs[:1], key=key, **kw)
 # A kernel that enters its tensor's CUDA device (layernorm_gated) runs on the CPU here.
 torch.cuda.device = lambda index: contextlib.nullcontext()
+# rocmbench kernel parts import pytest at the top (their tests use it); a task's image has it,
+# the cuda-pytorch image need not: an empty module stands in, as nothing above the rule uses it.
+if importlib.util.find_spec("pytest") is None:
+    sys.modules["pytest"] = types.ModuleType("pytest")
 # The evaluator's own default check (harness.tensor_check), as it applies it.
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../crates/arena-eval/trusted/arena_trusted"))
+import entry  # noqa: E402  (how the kernel process loads and calls a kernel)
 import harness as evaluator_harness  # noqa: E402
 
 
@@ -42,9 +48,12 @@ def check_task(h, task_dir):
     h.DEVICE = "cpu"
     sys.path.insert(0, os.path.dirname(os.path.join(task_dir, h.SOURCE)))
     try:
-        fn = getattr(load(os.path.join(task_dir, h.SOURCE), "kernel_under_test"), h.ENTRY)
+        module = entry.load_module(os.path.join(task_dir, h.SOURCE), getattr(h, "KERNEL_PART", False))
+        fn = getattr(module, h.ENTRY)
     finally:
         sys.path.pop(0)
+    if getattr(h, "LAUNCH", False):
+        fn = entry.Launch(fn)
     check = getattr(h, "check", None) or evaluator_harness.tensor_check(getattr(h, "ATOL", 1e-5), getattr(h, "RTOL", 1e-5))
     outs = getattr(h, "OUTPUT_ARGS", None) or ()
 

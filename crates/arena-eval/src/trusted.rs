@@ -77,6 +77,7 @@ files!(
     "child.py",
     "clean.py",
     "data.py",
+    "entry.py",
     "evaluate.py",
     "floor.py",
     "gates.py",

@@ -249,7 +249,7 @@ fn trusted_harnesses_go_into_the_tasks_they_name() {
         with, shipped,
         "every harness goes into the task it names, and only there"
     );
-    assert_eq!(with.len(), 7);
+    assert_eq!(with.len(), 9);
     for id in &with {
         let show = json(&arenactl(&[
             "task",

@@ -71,7 +71,7 @@ print("ok")
 
 /// OUTPUT_ARGS, read as the evaluator reads it: distinct argument indices, on a GPU task
 /// only (a CPU kernel's arguments never come back); an index make_inputs gives no tensor
-/// for is the harness's error, named.
+/// for is the harness's error, named; LAUNCH (a bare Triton kernel returns nothing) needs it.
 #[test]
 fn outputs_written_into_arguments_are_distinct_indices_of_a_gpu_task() {
     let script = r#"
@@ -103,6 +103,19 @@ except ValueError as e:
     assert str(e) == "h.py: OUTPUT_ARGS names argument 2, which is not a tensor of the 2 arguments make_inputs gives", e
 else:
     raise AssertionError("a missing argument was taken")
+import os, tempfile
+d = tempfile.mkdtemp()
+body = "SOURCE='k.py'\nENTRY='k'\nTEST_SHAPES=[1]\nDEVICE='cuda'\nLAUNCH=True\nKERNEL_PART=True\ndef make_inputs(c, s): pass\ndef reference(*a): pass\n"
+open(os.path.join(d, "h.py"), "w").write(body)
+try:
+    harness.Harness(os.path.join(d, "h.py"))
+except ValueError as e:
+    assert "LAUNCH (ENTRY a bare Triton kernel, which returns nothing) needs OUTPUT_ARGS" in str(e), e
+else:
+    raise AssertionError("LAUNCH without OUTPUT_ARGS was taken")
+open(os.path.join(d, "h2.py"), "w").write(body + "OUTPUT_ARGS=(2,)\n")
+h = harness.Harness(os.path.join(d, "h2.py"))
+assert (h.launch, h.kernel_part, h.output_args) == (True, True, (2,))
 print("ok")
 "#;
     assert_prints_ok(script);
@@ -299,4 +312,45 @@ assert want.v == args[0].v
 print("ok")
 "#;
     assert_prints_ok(script);
+}
+
+/// The kernel process's cut of a kernel-and-tests file (entry.py, KERNEL_PART) is
+/// arena_task::split's: the same part for a rule of the format's length, one of the least
+/// length, a banner with words (no rule), a rule too short, trailing spaces, and no rule.
+#[test]
+fn the_kernel_process_cuts_a_split_file_where_arena_task_does() {
+    let rule = "#".repeat(146);
+    let least = "#".repeat(arena_task::split::RULE_MIN);
+    let short = "#".repeat(arena_task::split::RULE_MIN - 1);
+    let texts = [
+        format!("import triton\ndef k(): pass\n{rule}\nimport pytest\n"),
+        format!("k = 1\n{least}\ntests\n"),
+        "########## Imports ##########\nk = 1\n".to_string(),
+        format!("k = 1\n{short}\ntests\n"),
+        format!("k = 1\n{rule}   \ntests\n{rule}\nmore\n"),
+        "k = 1\nno rule\n".to_string(),
+    ];
+    let d = tempfile::tempdir().unwrap();
+    for (i, t) in texts.iter().enumerate() {
+        std::fs::write(d.path().join(format!("{i}.py")), t).unwrap();
+    }
+    let script = format!(
+        r#"
+import sys, json
+sys.path.insert(0, sys.argv[1])
+import entry
+print(json.dumps([entry.kernel_part(open(f"{dir}/{{i}}.py").read()) for i in range({n})]))
+"#,
+        dir = d.path().display(),
+        n = texts.len()
+    );
+    let o = python_on_evaluator(&script);
+    let got: Vec<String> = serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&o.stderr)));
+    let want: Vec<String> = texts
+        .iter()
+        .map(|t| arena_task::split::kernel_part(t).to_string())
+        .collect();
+    assert_eq!(got, want);
+    assert_eq!(want[0], "import triton\ndef k(): pass\n");
 }

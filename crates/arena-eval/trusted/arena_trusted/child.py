@@ -9,7 +9,6 @@ Arguments: the fds of the requests (length-prefixed JSON), of the replies, and o
 memory where inputs are written and outputs are expected (CPU kernels). A kernel process forked
 by the evaluator's zygote (zygote.py) runs Child(...).serve() with the same three.
 """
-import importlib.util
 import mmap
 import os
 import sys
@@ -87,19 +86,21 @@ class Child:
         # A process kept between a warm evaluator's evaluations (the original's) is asked to
         # load the same module again: what it loaded and built stays.
         compiled = msg.get("compiled")
-        key = (msg["source"], msg["entry"], msg.get("device"), repr(compiled))
+        key = (msg["source"], msg["entry"], msg.get("device"), repr(compiled), msg.get("kernel_part"), msg.get("launch"))
         self.in_place = bool(msg.get("in_place"))
         if self.fn is not None and getattr(self, "loaded", None) == key:
             return {}
+        import entry  # noqa: E402  (the evaluator's own, beside this file: see __init__)
+
         path = msg["source"]
         sys.path.insert(0, os.path.dirname(path))
-        spec = importlib.util.spec_from_file_location("kernel_under_test", path)
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
+        module = entry.load_module(path, bool(msg.get("kernel_part")))
         fn = getattr(module, msg["entry"], None)
         if not callable(fn):
             raise AttributeError(f"{msg['source_rel']} defines no callable `{msg['entry']}`")
-        if isinstance(fn, type):
+        if msg.get("launch"):
+            self.fn = entry.Launch(fn)
+        elif isinstance(fn, type):
             self.fn = Instances(fn, msg.get("device"), compiled)
         elif compiled is not None:
             # The original compiled by torch.compile (a baseline of the evaluator's, never the

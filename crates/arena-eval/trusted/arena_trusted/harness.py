@@ -13,8 +13,13 @@ torch.compile's keyword arguments: the original is then also timed compiled, a s
 baseline (KernelBench's torch.compile column); and optionally OUTPUT_ARGS, for a GPU kernel
 that writes its output into arguments it is given (vLLM's in-place kernels): the indices of
 those arguments, which the evaluator reads from its own input slots after each batch (what
-the call returns is then ignored; the reference is given copies of them). Only the evaluator imports it; kernel processes cannot
-read it.
+the call returns is then ignored; the reference is given copies of them); optionally
+KERNEL_PART, for a SOURCE that holds the kernel above a rule and its tests below
+(AgentKernelArena's rocmbench files): the kernel process runs only the kernel part; and
+optionally LAUNCH, for an ENTRY that is a bare `@triton.jit` kernel: each call's first
+argument is {"grid": [...], "meta": {...}} and the call is ENTRY[grid](*rest, **meta)
+(entry.py; it writes into arguments, so LAUNCH needs OUTPUT_ARGS). Only the evaluator imports
+it; kernel processes cannot read it.
 """
 import importlib.util
 import os
@@ -125,6 +130,10 @@ class Harness:
         self.check = getattr(m, "check", default)
         self.compiled_baseline = compiled_options(m, path)
         self.output_args = output_args(m, path, self.device)
+        self.kernel_part = bool(getattr(m, "KERNEL_PART", False))
+        self.launch = bool(getattr(m, "LAUNCH", False))
+        if self.launch and not self.output_args:
+            raise ValueError(f"{path}: LAUNCH (ENTRY a bare Triton kernel, which returns nothing) needs OUTPUT_ARGS")
         self.path = path
 
     def check_output_args(self, args):

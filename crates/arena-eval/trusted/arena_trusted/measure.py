@@ -141,6 +141,10 @@ class Session:
             msg["compiled"] = k.compiled
         if self.h.output_args:
             msg["in_place"] = True
+        if self.h.kernel_part:
+            msg["kernel_part"] = True
+        if self.h.launch:
+            msg["launch"] = True
         return msg
 
     def correctness(self, kernel):
