@@ -5,6 +5,7 @@
 
 mod common;
 
+use std::path::Path;
 use std::process::{Command, Output};
 
 use arena_task::hidden::{set_violations, TaskUnseen};
@@ -15,6 +16,20 @@ fn arenactl(args: &[&str]) -> Output {
         .args(args)
         .output()
         .expect("run arenactl")
+}
+
+/// `arenactl task materialize` of the slice at `slice` into `out`, with `rest`.
+fn materialize(slice: &Path, out: &Path, rest: &[&str]) -> Output {
+    let mut args = vec![
+        "task",
+        "materialize",
+        "--aka-root",
+        slice.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    args.extend_from_slice(rest);
+    arenactl(&args)
 }
 
 fn json(o: &Output) -> serde_json::Value {
@@ -38,15 +53,7 @@ fn the_slice_validates_and_gets_unseen_sets_that_keep_its_rules() {
     let slice = repo().join("ci/fixtures/aka-slice");
     let tmp = tempfile::tempdir().unwrap();
     let mat = tmp.path().join("tasks");
-    let o = arenactl(&[
-        "task",
-        "materialize",
-        "--aka-root",
-        slice.to_str().unwrap(),
-        "--out",
-        mat.to_str().unwrap(),
-        slice.join("tasks").to_str().unwrap(),
-    ]);
+    let o = materialize(&slice, &mat, &[slice.join("tasks").to_str().unwrap()]);
     assert_eq!(
         o.status.code(),
         Some(0),
@@ -218,18 +225,16 @@ fn trusted_harnesses_go_into_the_tasks_they_name() {
     let harnesses = repo().join("tasks/aka-harnesses");
     let tmp = tempfile::tempdir().unwrap();
     let mat = tmp.path().join("tasks");
-    let v = json(&arenactl(&[
-        "task",
-        "materialize",
-        "--aka-root",
-        slice.to_str().unwrap(),
-        "--out",
-        mat.to_str().unwrap(),
-        "--harnesses",
-        harnesses.to_str().unwrap(),
-        slice.join("tasks/triton2triton").to_str().unwrap(),
-        "--json",
-    ]));
+    let v = json(&materialize(
+        &slice,
+        &mat,
+        &[
+            "--harnesses",
+            harnesses.to_str().unwrap(),
+            slice.join("tasks/triton2triton").to_str().unwrap(),
+            "--json",
+        ],
+    ));
     let with: Vec<String> = v
         .as_array()
         .unwrap()

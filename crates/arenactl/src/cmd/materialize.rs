@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use arena_task::harness_overlay::{add_harness, harness_for, HARNESS_FILE};
 use arena_task::helpers::{copy_task, materialize, PerfHelpers};
-use arena_task::{discover_all, task_digest, Task};
+use arena_task::{discover_all, task_digest, FoundTask, Task};
 
 use super::{print_json, Outcome};
 
@@ -37,6 +37,31 @@ pub(super) fn digest_or_errors(
     })
 }
 
+/// The harness `harnesses` holds for task `f`. Harnesses are named by the task's path under
+/// AKA's tasks/ (`aka_tasks`, canonical: the id AKA gives it), whichever directory the task
+/// was given as; a task outside it is looked up by its id here, with a warning.
+fn harness_of(
+    harnesses: &Path,
+    aka_root: &Path,
+    aka_tasks: Option<&Path>,
+    f: &FoundTask,
+) -> Option<PathBuf> {
+    let under = f.dir.canonicalize().ok().and_then(|d| {
+        let rel = d.strip_prefix(aka_tasks?).ok()?;
+        Some(rel.display().to_string())
+    });
+    let id = under.unwrap_or_else(|| {
+        eprintln!(
+            "warning: {}: not under {}: its harness is looked up as `{}.py`",
+            f.dir.display(),
+            aka_root.join("tasks").display(),
+            f.id
+        );
+        f.id.clone()
+    });
+    harness_for(harnesses, &id)
+}
+
 pub fn run(
     aka_root: &Path,
     out: &Path,
@@ -54,6 +79,7 @@ pub fn run(
             out.display()
         );
     }
+    let aka_tasks = aka_root.join("tasks").canonicalize().ok();
     let mut copied = Vec::new();
     for f in discover_all(dirs)? {
         let dst = out.join(&f.id);
@@ -63,34 +89,14 @@ pub fn run(
             .iter()
             .map(|p| p.strip_prefix(&dst).unwrap_or(p).display().to_string())
             .collect();
-        // Harnesses are named by the task's path under AKA's tasks/ (the id AKA gives it),
-        // whichever directory the task was given as.
-        let aka_id = f
-            .dir
-            .canonicalize()
-            .ok()
-            .and_then(|d| {
-                let tasks = aka_root.join("tasks").canonicalize().ok()?;
-                Some(d.strip_prefix(tasks).ok()?.display().to_string())
-            })
-            .unwrap_or_else(|| {
-                if harnesses.is_some() {
-                    eprintln!(
-                        "warning: {}: not under {}: its harness is looked up as `{}.py`",
-                        f.dir.display(),
-                        aka_root.join("tasks").display(),
-                        f.id
-                    );
+        let harness =
+            match harnesses.and_then(|h| harness_of(h, aka_root, aka_tasks.as_deref(), &f)) {
+                Some(h) => {
+                    add_harness(&dst, &h)?;
+                    Some(HARNESS_FILE.to_string())
                 }
-                f.id.clone()
-            });
-        let harness = match harnesses.and_then(|h| harness_for(h, &aka_id)) {
-            Some(h) => {
-                add_harness(&dst, &h)?;
-                Some(HARNESS_FILE.to_string())
-            }
-            None => None,
-        };
+                None => None,
+            };
         let (digest, errors) = digest_or_errors(&dst, &f.id)?;
         copied.push(Copied {
             id: f.id,
