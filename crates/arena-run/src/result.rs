@@ -190,11 +190,17 @@ pub struct Breakdown {
     pub compile_s: f64,
     pub correctness_s: f64,
     pub performance_s: f64,
+    /// arena's trusted evaluators outside their gates (their records' `phases_s`): the
+    /// interpreter and its modules, the harness, the device's context, the zygote's imports,
+    /// starting and closing kernel processes. A harness's own commands pay the like inside
+    /// their gates (each starts its Python and PyTorch).
+    #[serde(default)]
+    pub evaluator_setup_s: f64,
     /// Everything else: staging sources, each gate runner's set-up (task trees, the floor
     /// probe), cleaning between steps, reading reports, writing the result.
     pub other_s: f64,
-    /// arena's own time (image + containers + other) over the task run's time less the
-    /// agent's: what arena adds to evaluating a task.
+    /// arena's own time (image + containers + evaluator set-up + other) over the task run's
+    /// time less the agent's: what arena adds to evaluating a task.
     pub arena_share: f64,
 }
 

@@ -260,6 +260,22 @@ fn an_untouched_kernel_is_measured_as_itself_on_every_sample_task() {
             "{task}: speedup {} with 99.8% interval {lo:.3}–{hi:.3} excludes 1.0",
             s.speedup
         );
+        // A trusted evaluator's time outside its gates is named in the breakdown, and is part
+        // of the evaluator containers' run time; a self-reported task has none.
+        let b = &r["timings"]["breakdown"];
+        let setup = b["evaluator_setup_s"].as_f64().unwrap();
+        if r["trust"] == "trusted" {
+            let evaluating: f64 = ["baseline", "candidate"]
+                .iter()
+                .map(|c| r["containers"][c]["run_s"].as_f64().unwrap())
+                .sum();
+            assert!(
+                setup > 0.0 && setup < evaluating,
+                "{task}: {b} against {evaluating} s"
+            );
+        } else {
+            assert_eq!(setup, 0.0, "{task}: {b}");
+        }
         eprintln!(
             "{task}: speedup {:.3}, 95% {:?}, 99.8% {lo:.3}–{hi:.3}",
             s.speedup,

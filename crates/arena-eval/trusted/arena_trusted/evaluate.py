@@ -28,6 +28,26 @@ from measure import Session  # noqa: E402
 from zygote import Zygote  # noqa: E402
 
 
+def process_age():
+    """Seconds since this process started (its interpreter's start-up included), from
+    /proc; None where that cannot be read."""
+    try:
+        with open("/proc/self/stat") as f:
+            start_ticks = int(f.read().rsplit(")", 1)[1].split()[19])
+        with open("/proc/uptime") as f:
+            uptime = float(f.read().split()[0])
+        return max(0.0, uptime - start_ticks / os.sysconf("SC_CLK_TCK"))
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def add_phase(record, name, seconds):
+    """Where the evaluator's time outside its gates went (`phases_s`): the runner's
+    breakdown names it, so that a task run's overhead can be told from its evaluation."""
+    phases = record.setdefault("phases_s", {})
+    phases[name] = round(phases.get(name, 0.0) + seconds, 4)
+
+
 def write_json(out, name, value):
     tmp = os.path.join(out, name + ".tmp")
     with open(tmp, "w") as f:
@@ -284,7 +304,9 @@ def run_gates(job, harness, data, configs, hidden, roles, out, gates, record, zy
 
     ended_well = False
     try:
+        t = time.monotonic()
         start()
+        add_phase(record, "kernel_processes", time.monotonic() - t)
         s = Session(harness, data, configs, secret, job, hidden)
         if job.get("unseen"):
             unseen(s, kernels, out, gates, record)
@@ -311,11 +333,13 @@ def run_gates(job, harness, data, configs, hidden, roles, out, gates, record, zy
         record["warnings"] = s.warnings
         ended_well = True
     finally:
+        t = time.monotonic()
         for k in kernels:
             if ended_well and getattr(k, "kept", False):
                 kept[k.role] = k
             else:
                 k.close()
+        add_phase(record, "close", time.monotonic() - t)
 
 
 def evaluate_into(job, harness, data, configs, hidden, roles, out, record, zygote=None, kept=None):
@@ -352,6 +376,10 @@ def main(job_path):
     signal.alarm(int(job.get("deadline_s", 3600)))
     out = job["out"]
     record = new_record()
+    age = process_age()
+    if age is not None:
+        add_phase(record, "start", age)
+    t = time.monotonic()
     zygote = early_zygote(job)
     try:
         try:
@@ -363,6 +391,9 @@ def main(job_path):
             if zygote is not None:
                 zygote.ready()
                 record["zygote"] = {"loaded": zygote.loaded, "failed": zygote.failed, "early": zygote is early}
+            # The harness and its modules, the device (CUDA context, buffers) and the zygote's
+            # imports, which run beside them.
+            add_phase(record, "setup", time.monotonic() - t)
         except Exception:
             record["error"] = traceback.format_exc()[-4000:]
             with open(os.path.join(out, "gates"), "w") as gates:

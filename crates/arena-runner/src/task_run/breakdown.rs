@@ -21,6 +21,14 @@ fn gate_of(step: &str) -> Option<&'static str> {
     }
 }
 
+/// Seconds a trusted evaluator's record spent outside its gates (`phases_s`).
+fn setup_seconds(record: &serde_json::Value) -> f64 {
+    record
+        .get("phases_s")
+        .and_then(|p| p.as_object())
+        .map_or(0.0, |p| p.values().filter_map(|s| s.as_f64()).sum())
+}
+
 /// Seconds per gate in one evaluator's record: a gate runner's command wall times, or the
 /// trusted evaluator's gate times.
 fn gate_seconds(record: &serde_json::Value, into: &mut BTreeMap<&'static str, f64>) {
@@ -47,8 +55,10 @@ pub(crate) fn breakdown(
     evaluators: &BTreeMap<String, serde_json::Value>,
 ) -> Breakdown {
     let mut gates = BTreeMap::new();
+    let mut evaluator_setup_s = 0.0;
     for r in evaluators.values() {
         gate_seconds(r, &mut gates);
+        evaluator_setup_s += setup_seconds(r);
     }
     let image_s = t.image_s.unwrap_or(0.0);
     let containers_s: f64 = containers
@@ -60,9 +70,8 @@ pub(crate) fn breakdown(
     let (compile_s, correctness_s, performance_s) =
         (g("compile"), g("correctness"), g("performance"));
     let seen = t.total_s - t.unseen_s.unwrap_or(0.0);
-    let other_s =
-        (seen - image_s - containers_s - agent_s - compile_s - correctness_s - performance_s)
-            .max(0.0);
+    let gates_s = compile_s + correctness_s + performance_s;
+    let other_s = (seen - image_s - containers_s - agent_s - gates_s - evaluator_setup_s).max(0.0);
     let evaluating = (seen - agent_s).max(f64::EPSILON);
     Breakdown {
         image_s,
@@ -71,8 +80,9 @@ pub(crate) fn breakdown(
         compile_s,
         correctness_s,
         performance_s,
+        evaluator_setup_s,
         other_s,
-        arena_share: ((image_s + containers_s + other_s) / evaluating).min(1.0),
+        arena_share: ((image_s + containers_s + evaluator_setup_s + other_s) / evaluating).min(1.0),
     }
 }
 
@@ -129,7 +139,8 @@ mod tests {
             ),
             (
                 "trusted".to_string(),
-                serde_json::json!({"gate_s": {"performance": 1.0}}),
+                serde_json::json!({"gate_s": {"performance": 1.0},
+                    "phases_s": {"start": 0.5, "setup": 2.0, "kernel_processes": 0.25, "close": 0.25}}),
             ),
         ]
         .into();
@@ -141,8 +152,10 @@ mod tests {
             (b.compile_s, b.correctness_s, b.performance_s),
             (6.0, 6.0, 45.0)
         );
-        // 80 s seen: 80 − 1 − 1.5 − 9 − 57 = 11.5 s of arena's own.
-        assert!((b.other_s - 11.5).abs() < 1e-9, "{b:?}");
+        // The trusted evaluator's 3 s outside its gates are named; the rest of the 80 s seen:
+        // 80 − 1 − 1.5 − 9 − 57 − 3 = 8.5 s of arena's own.
+        assert!((b.evaluator_setup_s - 3.0).abs() < 1e-9, "{b:?}");
+        assert!((b.other_s - 8.5).abs() < 1e-9, "{b:?}");
         assert!((b.arena_share - 14.0 / 71.0).abs() < 1e-9, "{b:?}");
     }
 }
