@@ -11,7 +11,9 @@ times (run-to-run spread); ARENA_GPU_SESSIONS=N spreads the pairs over N session
 kernel processes (5, the runner's default; 1: one session). ARENA_TASK_ROOT=DIR takes the tasks from DIR instead (ids below
 it, each naming a trusted_harness: e.g. AgentKernelArena tasks materialized with
 `arenactl task materialize --harnesses tasks/aka-harnesses`); the kernel's file and entry
-are the harness's SOURCE and ENTRY.
+are the harness's SOURCE and ENTRY. ARENA_CASES=A:B[:STEP] evaluates only the
+harness's TEST_SHAPES[A:B:STEP] (a copy of the harness with that one line appended), so that a
+task of many cases can be measured over several calls, or a sample of them in one.
 Runs as root (kernel processes run as users 60001 and 60002).
 """
 import ast
@@ -105,6 +107,13 @@ def setup(work, task, variant):
     os.chmod(work, 0o755)
     for p in ("kernel", "scratch"):
         os.chmod(os.path.join(work, p), 0o755)
+    cases = os.environ.get("ARENA_CASES")
+    if cases:
+        a, b, step = ([int(x) if x else None for x in cases.split(":")] + [None])[:3]
+        sliced = os.path.join(work, "harness_cases.py")
+        with open(sliced, "w") as f:
+            f.write(open(harness).read() + f"\nTEST_SHAPES = TEST_SHAPES[{a}:{b}:{step}]\n")
+        harness = sliced
     job = {
         "harness": harness,
         "roles": ["baseline", "candidate"],
