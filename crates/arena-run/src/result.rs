@@ -458,4 +458,14 @@ mod tests {
             "self_reported_cross_checked"
         );
     }
+
+    #[test]
+    fn a_breakdown_written_before_the_evaluators_set_up_was_named_still_reads() {
+        let mut v = minimal(TASK_RESULT_SCHEMA);
+        v["timings"] = serde_json::json!({"total_s": 10.0, "breakdown": {
+            "image_s": 0.1, "containers_s": 0.2, "agent_s": 1.0, "compile_s": 1.0,
+            "correctness_s": 1.0, "performance_s": 5.0, "other_s": 1.7, "arena_share": 0.2}});
+        let b = parse_result(v).unwrap().timings.unwrap().breakdown.unwrap();
+        assert_eq!((b.evaluator_setup_s, b.other_s), (0.0, 1.7));
+    }
 }
