@@ -5,6 +5,7 @@
 use std::collections::HashMap;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use serde::{Deserialize, Serialize};
@@ -88,9 +89,51 @@ impl HashCache {
     }
 }
 
+/// The content hash of every file entry read from disk, in tree order, hashed on every core:
+/// a cold build reads the whole tree here once before it writes the layer, and one core
+/// hashing alone is a serial phase as long as a third of the layer's write.
+fn path_hashes(tree: &LayerTree, cache: &HashCache) -> Result<Vec<String>> {
+    let paths: Vec<&Path> = tree
+        .entries()
+        .filter_map(|e| match &e.kind {
+            EntryKind::File {
+                content: Content::Path(p),
+                ..
+            } => Some(p.as_path()),
+            _ => None,
+        })
+        .collect();
+    let workers = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(paths.len().max(1));
+    let next = AtomicUsize::new(0);
+    let mut found: Vec<(usize, Result<String>)> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..workers)
+            .map(|_| {
+                s.spawn(|| {
+                    let mut mine = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        let Some(p) = paths.get(i) else { break mine };
+                        mine.push((i, cache.file_sha256(p)));
+                    }
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().expect("a file-hashing worker panicked"))
+            .collect()
+    });
+    // In tree order, so an unreadable tree fails on its first bad file whatever the timing.
+    found.sort_by_key(|(i, _)| *i);
+    found.into_iter().map(|(_, r)| r).collect()
+}
+
 /// Digest of a layer tree's full content: every entry's path, kind, mode, owner, link target
 /// and content hash, in tree order. Two trees with this digest produce the same layer.
 pub fn tree_digest(tree: &LayerTree, cache: &HashCache) -> Result<Digest> {
+    let mut from_disk = path_hashes(tree, cache)?.into_iter();
     let mut h = Sha256::new();
     h.update(b"arena.layer-tree.v1\n");
     let put = |h: &mut Sha256, b: &[u8]| {
@@ -104,7 +147,7 @@ pub fn tree_digest(tree: &LayerTree, cache: &HashCache) -> Result<Digest> {
             EntryKind::Hardlink { target } => (b"h", target.clone()),
             EntryKind::File { content, size } => {
                 let sha = match content {
-                    Content::Path(p) => cache.file_sha256(p)?,
+                    Content::Path(_) => from_disk.next().expect("one hash per file entry"),
                     Content::Bytes(b) => hex::encode(Sha256::digest(&b[..])),
                 };
                 (b"f", format!("{size}:{sha}"))
@@ -124,6 +167,7 @@ pub fn tree_digest(tree: &LayerTree, cache: &HashCache) -> Result<Digest> {
 mod tests {
     use super::*;
     use crate::layer::sources::{add_directory, Owner};
+    use crate::layer::tree::LayerEntry;
 
     #[test]
     fn cache_notices_changes() {
@@ -167,5 +211,59 @@ mod tests {
         assert_eq!(a, digest(&c));
         std::fs::write(d.path().join("a"), "y").unwrap();
         assert_ne!(a, digest(&c));
+    }
+
+    /// The same tree twice: files read from disk (hashed on every core) and the same bytes
+    /// held in memory (hashed in the fold). A hash given to the wrong entry would differ.
+    #[test]
+    fn files_hashed_on_every_core_land_on_their_own_entries() {
+        let d = tempfile::tempdir().unwrap();
+        let mut on_disk = LayerTree::new();
+        let mut in_memory = LayerTree::new();
+        for i in 0..300u32 {
+            // Sizes from 0 to ~600 KB, so workers finish out of order.
+            let data: Vec<u8> = (0..(i * i * 7) % 600_000).map(|j| (j ^ i) as u8).collect();
+            let name = format!("f{i:03}");
+            std::fs::write(d.path().join(&name), &data).unwrap();
+            let entry = |kind| LayerEntry {
+                path: name.clone(),
+                kind,
+                mode: 0o644,
+                uid: 0,
+                gid: 0,
+            };
+            let kind = EntryKind::File {
+                content: Content::Path(d.path().join(&name)),
+                size: data.len() as u64,
+            };
+            on_disk.insert(entry(kind), "disk").unwrap();
+            in_memory
+                .insert(entry(EntryKind::bytes(data)), "memory")
+                .unwrap();
+        }
+        let c = HashCache::in_memory();
+        assert_eq!(
+            tree_digest(&on_disk, &c).unwrap(),
+            tree_digest(&in_memory, &c).unwrap()
+        );
+    }
+
+    /// Two files gone before hashing: the error names the first in tree order, every time.
+    #[test]
+    fn an_unreadable_tree_fails_on_its_first_bad_file() {
+        let d = tempfile::tempdir().unwrap();
+        for i in 0..50 {
+            std::fs::write(d.path().join(format!("f{i:02}")), vec![i as u8; 100_000]).unwrap();
+        }
+        let mut t = LayerTree::new();
+        add_directory(&mut t, d.path(), "/", Owner::default(), "d").unwrap();
+        std::fs::remove_file(d.path().join("f31")).unwrap();
+        std::fs::remove_file(d.path().join("f07")).unwrap();
+        for _ in 0..5 {
+            let e = tree_digest(&t, &HashCache::in_memory())
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("f07") && !e.contains("f31"), "{e}");
+        }
     }
 }
