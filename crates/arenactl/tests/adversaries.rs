@@ -356,8 +356,13 @@ fn a_killed_client_leaves_nothing_running_past_its_timeout() {
     let mut args = d.run_args_all(sleeper.to_str().unwrap(), &out);
     args.extend(["--tasks".to_string(), PREFIX_SUM.to_string()]);
     let progress = tmp.join("sleeper.progress");
+    // Killed, it cannot remove its temporary directories (its runner's socket, its
+    // containers' FIFOs): they go in this test's directory, not the machine's /tmp.
+    let scratch = tmp.join("tmpdir");
+    std::fs::create_dir_all(&scratch).unwrap();
     let mut child = arenactl()
         .args(&args)
+        .env("TMPDIR", &scratch)
         .stdout(Stdio::null())
         .stderr(std::fs::File::create(&progress).unwrap())
         .spawn()

@@ -175,8 +175,13 @@ fn killed_runner_resumes_without_repeating_finished_tasks() {
     let out = tmp.join("run");
     let mut args = d.run_args(agent.to_str().unwrap(), &out);
     args.extend(["--runs".to_string(), "2".to_string()]);
+    // Killed, it cannot remove its temporary directories (its runner's socket, its
+    // containers' FIFOs): they go in this test's directory, not the machine's /tmp.
+    let scratch = tmp.join("tmpdir");
+    std::fs::create_dir_all(&scratch).unwrap();
     let mut child = arenactl()
         .args(&args)
+        .env("TMPDIR", &scratch)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
