@@ -354,3 +354,82 @@ print(json.dumps([entry.kernel_part(open(f"{dir}/{{i}}.py").read()) for i in ran
     assert_eq!(got, want);
     assert_eq!(want[0], "import triton\ndef k(): pass\n");
 }
+
+/// The deadline's alarm fires wherever the evaluator is: inside the `except Exception` that
+/// makes a harness's check error a failed check, or an optional kernel's failure a dropped
+/// kernel, it stays the deadline (a request out of time was once answered with failed gates).
+/// The gate runner's deadline is no Exception either (its floor probe catches those).
+#[test]
+fn the_deadline_is_never_taken_for_a_failed_gate() {
+    let script = r#"
+import signal, sys, time, types
+sys.path.insert(0, sys.argv[1])
+import evaluate, gates
+from measure import CheckFailed, Session
+signal.signal(signal.SIGALRM, evaluate._deadline)
+def slow(*_):
+    time.sleep(5)
+h = types.SimpleNamespace(check=slow, device="cpu")
+s = Session(h, None, [((2,), "visible")], b"secret", {"timeouts": {"correctness": 1}}, False)
+s.data = types.SimpleNamespace(forget=lambda k: None)
+optional = types.SimpleNamespace(optional=True, role="compiled")
+for name, call in (
+    ("the harness's check", lambda: s.check(1, 2, "shape (2,)")),
+    ("an optional kernel's step", lambda: s._guarded(optional, {"dropped": {}}, slow)),
+):
+    signal.setitimer(signal.ITIMER_REAL, 0.05)
+    t = time.monotonic()
+    try:
+        call()
+    except evaluate.Deadline:
+        assert time.monotonic() - t < 4, name
+    except CheckFailed as e:
+        raise AssertionError(f"{name}: the deadline became a failed check: {e}")
+    else:
+        raise AssertionError(f"{name}: the deadline was swallowed")
+for d in (evaluate.Deadline, gates.Deadline):
+    assert not issubclass(d, Exception), d
+print("ok")
+"#;
+    assert_prints_ok(script);
+}
+
+/// The alarm that fires while an evaluation closes its kernel processes waits until every one
+/// is closed, and is the evaluation's answer then: none is left running, none of its
+/// descriptors open, for the next evaluation of a warm evaluator.
+#[test]
+fn a_deadline_while_kernels_close_lets_every_one_close_first() {
+    let script = r#"
+import signal, sys, time, types
+sys.path.insert(0, sys.argv[1])
+import evaluate
+signal.signal(signal.SIGALRM, evaluate._deadline)
+closed = []
+class Kernel:
+    def __init__(self, role, job, env, zygote):
+        self.role = role
+    def freeze(self):
+        pass
+    def request(self, msg, timeout):
+        raise RuntimeError("the kernel's load failed")
+    def close(self):
+        time.sleep(0.3)
+        closed.append(self.role)
+evaluate.Kernel = Kernel
+h = types.SimpleNamespace(compiled_baseline=None, source="k.py", entry="f", device="cpu",
+                          output_args=(), kernel_part=False, launch=False)
+job = {"kernels": {"original": "/o", "candidate": "/c"}, "timeouts": {"compile": 1},
+       "scratch": {"original": "/tmp", "candidate": "/tmp"}}
+signal.setitimer(signal.ITIMER_REAL, 0.1)
+try:
+    evaluate.run_gates(job, h, None, [((2,), "visible")], False, ["original", "candidate"],
+                       "/nonexistent", None, {})
+except evaluate.Deadline:
+    pass
+else:
+    raise AssertionError("the deadline was not the answer")
+assert closed == ["original", "candidate"], closed
+print("ok")
+"#;
+    assert_prints_ok(script);
+}

@@ -221,8 +221,12 @@ def unseen(s, kernels, out, gates, record):
     gates.write("unseen 0\n")
 
 
-class Deadline(Exception):
-    """The job's deadline passed: whatever runs is stopped, and the evaluator ends."""
+class Deadline(BaseException):
+    """The job's deadline passed: whatever runs is stopped, and the evaluator ends.
+
+    Not an Exception: the alarm fires wherever the evaluator is, and the `except Exception`
+    that turns a harness's or a kernel's error into a failed gate must not turn the deadline
+    into one (a request out of time would be answered with failed gates, not the deadline)."""
 
 
 def _deadline(signum, frame):
@@ -333,13 +337,19 @@ def run_gates(job, harness, data, configs, hidden, roles, out, gates, record, zy
         record["warnings"] = s.warnings
         ended_well = True
     finally:
-        t = time.monotonic()
-        for k in kernels:
-            if ended_well and getattr(k, "kept", False):
-                kept[k.role] = k
-            else:
-                k.close()
-        add_phase(record, "close", time.monotonic() - t)
+        # Every kernel is closed whatever the alarm does meanwhile (closing is bounded): the
+        # deadline is held until they are, and raised then.
+        held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM})
+        try:
+            t = time.monotonic()
+            for k in kernels:
+                if ended_well and getattr(k, "kept", False):
+                    kept[k.role] = k
+                else:
+                    k.close()
+            add_phase(record, "close", time.monotonic() - t)
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, held)
 
 
 def evaluate_into(job, harness, data, configs, hidden, roles, out, record, zygote=None, kept=None):
@@ -394,7 +404,7 @@ def main(job_path):
             # The harness and its modules, the device (CUDA context, buffers) and the zygote's
             # imports, which run beside them.
             add_phase(record, "setup", time.monotonic() - t)
-        except Exception:
+        except (Exception, Deadline):
             record["error"] = traceback.format_exc()[-4000:]
             with open(os.path.join(out, "gates"), "w") as gates:
                 gates.write("setup 96\n")

@@ -268,8 +268,11 @@ class Floor:
         return self.result
 
 
-class Deadline(Exception):
-    """The job's deadline passed: the harness is stopped, and the gate runner ends."""
+class Deadline(BaseException):
+    """The job's deadline passed: the harness is stopped, and the gate runner ends.
+
+    Not an Exception, as evaluate.Deadline: no `except Exception` on its way (the floor
+    probe's) may take it for an error of what it guards."""
 
 
 def _deadline(signum, frame):
@@ -366,6 +369,8 @@ def main(job_path):
         record["error"] = f"{type(e).__name__}: {e}"
         gates.write("setup 96\n")
     finally:
+        # What is left is bounded by the probe's own timeout; an alarm here would leave no record.
+        signal.alarm(0)
         if floor is not None and floor.proc is not None:
             record["floor"] = floor.wait()
         gates.close()
