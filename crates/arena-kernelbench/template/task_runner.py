@@ -146,6 +146,11 @@ def check(got, want):
             raise AssertionError(f"{where}expected a tensor, got a {type(g).__name__}")
         if g.shape != w.shape:
             raise AssertionError(f"{where}got shape {tuple(g.shape)}, expected {tuple(w.shape)}")
+        # Stricter than KernelBench's own check, which compares values only: an output in a
+        # narrower type than the reference's (fp16 for fp32) writes half the bytes and is not
+        # the same function.
+        if g.dtype != w.dtype:
+            raise AssertionError(f"{where}got {g.dtype}, expected {w.dtype}")
         if not torch.allclose(g.float(), w.float(), atol=ATOL, rtol=RTOL):
             err = (g.float() - w.float()).abs().nan_to_num(float("inf")).max().item()
             raise AssertionError(f"{where}max abs error {err:.3e} exceeds atol={ATOL}, rtol={RTOL}")

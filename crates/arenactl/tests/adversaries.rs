@@ -190,6 +190,41 @@ fn a_kernel_cannot_reach_the_original_it_is_paired_with() {
     assert!(empty(&d.leftovers()));
 }
 
+/// A helper forked by the kernel whose first thread exits shows as a zombie and used to be
+/// skipped when the kernel's user was stopped; it burns the CPU only while its kernel is
+/// stopped (the original timed). Stopped with its user, it never runs then.
+#[test]
+fn a_helper_that_looks_like_a_zombie_is_stopped_with_its_kernel() {
+    let _serial = serial();
+    let before = snapshot();
+    let d = Daemon::start();
+    let tmp = d.dir.path();
+    // The helper, built here and mounted into the agent's container, which carries it into
+    // the kernel's source.
+    let probe_dir = tmp.join("probe");
+    std::fs::create_dir_all(&probe_dir).unwrap();
+    let st = std::process::Command::new("gcc")
+        .args(["-static", "-O2", "-pthread", "-o"])
+        .arg(probe_dir.join("zombie-probe"))
+        .arg(repo().join("ci/fixtures/zombie-probe.c"))
+        .status()
+        .unwrap();
+    assert!(st.success(), "gcc -static (libc6-dev) builds the helper");
+    let agent_file = tmp.join("zombie.toml");
+    std::fs::copy(repo().join(agent("zombie")), &agent_file).unwrap();
+    let (_, rs) = d.run_on(
+        agent_file.to_str().unwrap(),
+        &[PREFIX_SUM],
+        &tmp.join("zombie"),
+        &[],
+    );
+    let r = result_of(&rs, PREFIX_SUM);
+    assert_eq!(r["trust"], "trusted");
+    untouched_speed(r);
+    unchanged(&before);
+    assert!(empty(&d.leftovers()));
+}
+
 #[test]
 fn wrong_outputs_fail_correctness() {
     let _serial = serial();

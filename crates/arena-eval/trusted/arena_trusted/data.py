@@ -65,9 +65,37 @@ class CpuData:
         caps = [2 * len(wire.encode(w)) + 1024 for w in wants]
         return kernel.lay_out(inputs, caps, timeout)
 
-    def settle(self, elapsed):
-        """The kernel process is stopped once it answers: nothing runs on after it."""
-        return 0.0
+    def assign(self, kernel, args_list, timeout, wants=None):
+        """The batch's calls, their inputs laid out in the kernel's window already (a CPU
+        kernel process is stopped while they are written, and nothing is captured first)."""
+        return self.prepare(kernel, args_list, wants, timeout)
+
+    def stage(self, kernel, calls, args_list):
+        """Nothing to work out: `assign` laid the inputs out."""
+
+    def fill(self, kernel, calls, args_list):
+        """Nothing left to write: `assign` laid the inputs out."""
+
+    # The watch, the sample of the outputs and their check again are a GPU's
+    # (gpu_guard.py, samples.py): a CPU kernel process is stopped once it answers, and its
+    # outputs are in a window it can no longer write.
+    def arm(self, kernel):
+        pass
+
+    def disarm(self, kernel, failing=False):
+        pass
+
+    def plan(self, kernel, calls, described, rng, output_args):
+        return None
+
+    def probe(self, kernel, plan, reply):
+        pass
+
+    def settle(self, elapsed, plan):
+        return elapsed
+
+    def confirm(self, plan):
+        pass
 
     def outputs(self, kernel, calls, reply, output_args=None):
         """Each call's output, decoded from its window (`output_args` is a GPU task's: the

@@ -337,6 +337,11 @@ def run_gates(job, harness, data, configs, hidden, roles, out, gates, record, zy
         record["warnings"] = s.warnings
         ended_well = True
     finally:
+        watched = getattr(data, "watched", None)
+        if watched:
+            # What the device did while every kernel process was stopped (gpu_guard.py): the
+            # latest gap, start and stop of any watched stretch of this evaluator, in us.
+            record["device_watch"] = dict(watched)
         # Every kernel is closed whatever the alarm does meanwhile (closing is bounded): the
         # deadline is held until they are, and raised then.
         held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM})

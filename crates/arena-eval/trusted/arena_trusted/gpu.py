@@ -12,14 +12,14 @@ POOL_MAX bytes of inputs (and a share of the free memory): large shapes get fewe
 The CUDA driver API is called through ctypes; tensors over raw device memory are made with
 __cuda_array_interface__.
 """
-import ctypes
-import time
-
 import torch
 
+from driver import CudaError, Driver  # noqa: F401  (kernel processes and tools name them here)
+from gpu_errors import DeferredWork, DeviceBusy  # noqa: F401  (named here by tools)
+from gpu_guard import Guard
 from mappings import Mappings
+from samples import Samples
 
-CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS = 1
 ALIGN = 512
 CHUNK = 1 << 30
 POOL_MAX = 4 << 30
@@ -41,72 +41,6 @@ DTYPES = {str(d).replace("torch.", ""): d for d in list(_CAI) + [torch.bfloat16]
 for _name in ("float8_e4m3fn", "float8_e5m2"):
     if hasattr(torch, _name):
         DTYPES[_name] = getattr(torch, _name)
-
-
-class CudaError(Exception):
-    pass
-
-
-class IpcHandle(ctypes.Structure):
-    """CUipcMemHandle: 64 opaque bytes, passed by value."""
-
-    _fields_ = [("reserved", ctypes.c_char * 64)]
-
-
-class Driver:
-    def __init__(self):
-        self.lib = ctypes.CDLL("libcuda.so.1")
-        u64p = ctypes.POINTER(ctypes.c_uint64)
-        self.lib.cuIpcOpenMemHandle_v2.argtypes = [u64p, IpcHandle, ctypes.c_uint]
-        self.lib.cuIpcGetMemHandle.argtypes = [ctypes.POINTER(IpcHandle), ctypes.c_uint64]
-        self.lib.cuMemGetAddressRange_v2.argtypes = [u64p, ctypes.POINTER(ctypes.c_size_t), ctypes.c_uint64]
-        self.lib.cuMemAlloc_v2.argtypes = [u64p, ctypes.c_size_t]
-        self.lib.cuMemFree_v2.argtypes = [ctypes.c_uint64]
-        self.lib.cuIpcCloseMemHandle.argtypes = [ctypes.c_uint64]
-        torch.cuda.init()
-        torch.zeros(1, device="cuda")  # the primary context, current on this thread
-
-    def check(self, rc, what):
-        if rc != 0:
-            msg = ctypes.c_char_p()
-            self.lib.cuGetErrorString(rc, ctypes.byref(msg))
-            raise CudaError(f"{what}: {msg.value.decode() if msg.value else rc}")
-
-    def alloc(self, size):
-        p = ctypes.c_uint64()
-        self.check(self.lib.cuMemAlloc_v2(ctypes.byref(p), ctypes.c_size_t(size)), "cuMemAlloc")
-        return p.value
-
-    def free(self, ptr):
-        self.lib.cuMemFree_v2(ctypes.c_uint64(ptr))
-
-    def range_of(self, ptr):
-        base, size = ctypes.c_uint64(), ctypes.c_size_t()
-        self.check(
-            self.lib.cuMemGetAddressRange_v2(ctypes.byref(base), ctypes.byref(size), ctypes.c_uint64(ptr)),
-            "cuMemGetAddressRange",
-        )
-        return base.value, size.value
-
-    def handle(self, base):
-        h = IpcHandle()
-        self.check(self.lib.cuIpcGetMemHandle(ctypes.byref(h), ctypes.c_uint64(base)), "cuIpcGetMemHandle")
-        return bytes(ctypes.string_at(ctypes.addressof(h), 64)).hex()
-
-    def open(self, handle_hex):
-        raw = bytes.fromhex(handle_hex)
-        if len(raw) != 64:
-            raise CudaError("an IPC handle has 64 bytes")
-        h = IpcHandle.from_buffer_copy(raw)
-        p = ctypes.c_uint64()
-        self.check(
-            self.lib.cuIpcOpenMemHandle_v2(ctypes.byref(p), h, ctypes.c_uint(CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS)),
-            "cuIpcOpenMemHandle",
-        )
-        return p.value
-
-    def close(self, ptr):
-        self.lib.cuIpcCloseMemHandle(ctypes.c_uint64(ptr))
 
 
 class _Cai:
@@ -220,35 +154,68 @@ class ChildSide:
 
 
 class GpuData:
-    """In the evaluator: one pool per kernel process, slots, and the outputs opened."""
+    """In the evaluator: one pool per kernel process, slots, and the outputs opened; the
+    device watched while no kernel process may use it, and a batch's outputs sampled when its
+    reply arrives (gpu_guard.py, samples.py)."""
 
     def __init__(self, job):
+        perf = job.get("perf", {})
         self.cu = Driver()
         props = torch.cuda.get_device_properties(0)
         self.l2 = int(getattr(props, "L2_cache_size", 0) or 50 << 20)
         self.state = {}  # role -> dict(pools, layout key, slots, slot_bytes, per_chunk, layout, next)
         self.maps = Mappings(self.cu)
+        # Each kernel's input pools by their IPC handles: an output may lie in its own call's
+        # slot (a view of an input), never in another's or another kernel's pool.
         self.pool_handles = {}
         # Deferred work beyond this (and beyond the batch's own time) is named as such.
-        self.deferred_ms = float(job.get("perf", {}).get("deferred_limit_ms", 50.0))
-        # The probe's first launches load its kernels (lazy module loading): not a wait.
-        for _ in range(3):
-            self._probe()
-        self.idle_ms = sorted(self._probe() for _ in range(5))[2]
+        self.deferred_ms = float(perf.get("deferred_limit_ms", 50.0))
+        self.guard = Guard(self.cu, float(perf.get("watch_gap_us", 20.0)))
+        self.samples = Samples(self, int(perf.get("output_samples", 64)))
+        # A watched stretch with a gap between two timer reads longer than this, or that
+        # stopped later than `late_stop_us`, was shared with another context's work. Measured
+        # on an H100 (docs/measurements.md, "The device watch"): gaps of an idle device and of
+        # the evaluator's own copies at most 20 us, one 1-element kernel of another process
+        # 296-306 us (the switch of contexts), a kernel running on 2.4 ms (a time slice); stops
+        # 8-30 us, and up to 2.2 ms late behind another context's kernel. How late a watch
+        # starts is recorded, never judged: 50-230 us with nothing else on the device.
+        self.busy_gap_us = float(perf.get("busy_gap_us", 100.0))
+        self.late_stop_us = float(perf.get("late_stop_us", 1000.0))
+        self.watched = {"stretches": 0, "gap_us": 0.0, "start_us": 0.0, "stop_us": 0.0, "over_us": 0.0}
         # Written before each timed batch: neither kernel's batch finds the other's data (or
         # its own earlier batch's) in L2. Within a batch, input slots rotate over twice L2.
         self._flush = torch.empty(2 * self.l2, dtype=torch.uint8, device="cuda")
 
     def flush(self):
-        self._flush.fill_(len(self.state) & 0xFF)
-        torch.cuda.synchronize()
+        self._turn = (getattr(self, "_turn", 0) + 1) & 0xFF
+        self.cu.fill(self._flush.data_ptr(), self._turn, self._flush.numel())
+        # This stream only: a device-wide synchronize would wait for the watch.
+        torch.cuda.current_stream().synchronize()
 
-    def _probe(self):
-        """Milliseconds a tiny kernel of ours takes to run and finish."""
-        t0 = time.perf_counter()
-        torch.ones(1, device="cuda").add_(1)
-        torch.cuda.synchronize()
-        return 1000 * (time.perf_counter() - t0)
+    def arm(self, kernel):
+        """From here until `disarm`, every kernel process is stopped and none may have work
+        on the device: the evaluator writes the batch's inputs and flushes L2 meanwhile.
+
+        Lines a kernel made persisting are made normal first (before the watch: the driver may
+        wait for the context's kernels to do it), so that the flush evicts them too."""
+        self.guard.reset_persisting_l2()
+        self.guard.start()
+
+    def disarm(self, kernel, failing=False):
+        """Stops the watch; raises DeviceBusy where the device ran work that was not the
+        evaluator's meanwhile (not when `failing`: the batch already failed)."""
+        w = self.guard.stop()
+        m = self.watched
+        m["stretches"] += 1
+        for k in ("gap_us", "start_us", "stop_us", "over_us"):
+            m[k] = round(max(m[k], getattr(w, k)), 1)
+        why = w.busy(self.busy_gap_us, self.late_stop_us)
+        if why and not failing:
+            raise DeviceBusy(
+                f"the GPU ran work that was not the evaluator's while {kernel.role}'s inputs were written "
+                f"and every kernel process was stopped ({why}): work of a kernel process that outlived "
+                "its request, or waited on the device for its inputs"
+            )
 
     def calls_cap(self, args):
         """The most calls a batch on these arguments may have: their slots stay under
@@ -292,7 +259,7 @@ class GpuData:
                 p = self.cu.alloc(k * slot_bytes)
                 pools.append(p)
                 handles.append(self.cu.handle(p))
-                self.pool_handles[handles[-1]] = p
+                self.pool_handles[handles[-1]] = (kernel.role, p)
                 left -= k
         except BaseException:
             # A configuration too large for the device: what was allocated for it goes back,
@@ -336,10 +303,11 @@ class GpuData:
 
     def prepare(self, kernel, args_list, wants, timeout):
         calls = self.assign(kernel, args_list, timeout)
+        self.stage(kernel, calls, args_list)
         self.fill(kernel, calls, args_list)
         return calls
 
-    def assign(self, kernel, args_list, timeout):
+    def assign(self, kernel, args_list, timeout, wants=None):
         """The slots of a batch's calls, their inputs not yet written (a graph is captured
         over them first, so that nothing the kernel does while capturing can read them)."""
         st = self._ensure(kernel, args_list[0], len(args_list), timeout)
@@ -355,35 +323,60 @@ class GpuData:
         chunk, j = divmod(slot, st["per_chunk"])
         return st["pools"][chunk] + j * st["slot_bytes"]
 
-    def fill(self, kernel, calls, args_list):
-        """Writes each call's arguments into its slot (the kernel process is stopped)."""
+    def stage(self, kernel, calls, args_list):
+        """What `fill` copies, worked out before the device is watched: each tensor argument
+        made contiguous (which may take a kernel of torch's) and where it goes."""
         st = self.state[kernel.role]
+        self._staged = []
         for call, args in zip(calls, args_list):
             base = self._slot_base(st, call["slot"])
             for a, x in zip(args, st["layout"]):
                 if isinstance(a, torch.Tensor):
                     c = a.contiguous()
-                    view = tensor_at(base + x["offset"], list(c.shape), list(c.stride()), c.dtype)
-                    view.copy_(c)
-        torch.cuda.synchronize()
+                    if c.numel():
+                        self._staged.append((base + x["offset"], c, c.numel() * c.element_size()))
 
-    def _open(self, d):
-        if d["handle"] in self.pool_handles:
-            return self.pool_handles[d["handle"]]
-        return self.maps.open(d["handle"])
+    def fill(self, kernel, calls, args_list):
+        """Writes each call's arguments into its slot (the kernel process is stopped), by the
+        driver's own copies (Driver.copy)."""
+        for dst, c, n in self._staged:
+            self.cu.copy(dst, c.data_ptr(), n)
+        # This stream only: a device-wide synchronize would wait for the watch.
+        torch.cuda.current_stream().synchronize()
+        self._staged = []
 
-    def settle(self, elapsed):
-        """Seconds the GPU stayed busy after the kernel process answered, added to the batch.
+    def _open(self, kernel, d):
+        """The device address of the allocation an output names, and whether it is one of
+        `kernel`'s own input pools (an output there must stay in its call's slot); an input
+        pool of another kernel is refused."""
+        h = d["handle"]
+        if h in self.pool_handles:
+            role, ptr = self.pool_handles[h]
+            if role != kernel.role:
+                raise ValueError("an output lies in memory of the evaluator's that the kernel was not given")
+            return ptr, True
+        return self.maps.open(h), False
 
-        A process may answer while its kernels still run (its synchronize patched away): a
-        tiny kernel of ours then waits behind them, and that wait is the batch's too. More
-        of it than the batch itself took (and than `deferred_limit_ms`) is refused as
-        deferred work. The wait of an idle GPU, measured at the start, is not counted."""
-        waited_ms = self._probe()
-        extra_ms = max(0.0, waited_ms - self.idle_ms)
-        if extra_ms > max(self.deferred_ms, 1000 * elapsed):
+    def plan(self, kernel, calls, described, rng, output_args):
+        return self.samples.plan(kernel, calls, described, rng, output_args)
+
+    def probe(self, kernel, plan, reply):
+        self.samples.probe(kernel, plan, reply)
+
+    def settle(self, elapsed, plan):
+        """The batch's seconds: from sending the request until the evaluator's own read of the
+        sampled outputs came back (the probe), less what that read takes on an idle device.
+
+        A process may answer while its kernels still run (its synchronize patched away): the
+        read then waits behind them, and that wait is the batch's too. More of it than the
+        batch itself took (and than `deferred_limit_ms`) is refused as deferred work."""
+        waited_ms = 1000 * (plan["wait_s"] - self.guard.idle_gather_s)
+        if waited_ms > max(self.deferred_ms, 1000 * elapsed):
             raise DeferredWork(f"the GPU was still busy {waited_ms:.1f} ms after the kernel answered")
-        return extra_ms / 1000
+        return max(elapsed - self.guard.idle_gather_s, 1e-9)
+
+    def confirm(self, plan):
+        self.samples.confirm(plan)
 
     def outputs(self, kernel, calls, reply, output_args=None):
         """Each call's output: what the kernel process described (its own memory, opened
@@ -392,23 +385,41 @@ class GpuData:
         the kernel process says is not read)."""
         if output_args:
             return [self.in_slot(kernel, c["slot"], output_args) for c in calls]
-        self.maps.begin_batch()
+        items = reply.get("outputs", [])
+        if len(items) != len(calls):
+            raise ValueError(f"{len(items)} outputs for {len(calls)} calls")
         outs = []
-        for item in reply.get("outputs", []):
+        for item, call in zip(items, calls):
             got = []
             for d in item["items"]:
                 if "value" in d:
                     got.append(d["value"])
                     continue
-                dtype = DTYPES[d["dtype"]]
-                ptr = self._open(d)
-                base, size = self.cu.range_of(ptr)
-                t = tensor_at(ptr + int(d["offset"]), [int(x) for x in d["shape"]], [int(x) for x in d["stride"]], dtype)
-                if int(d["offset"]) < 0 or int(d["offset"]) + span_bytes(t) > size:
-                    raise ValueError("an output lies outside the memory it names")
-                got.append(t)
+                got.append(self.described(kernel, d, call)[0])
             outs.append(tuple(got) if item["tuple"] else got[0])
         return outs
+
+    def described(self, kernel, d, call):
+        """The tensor an output's description names, its first byte's address and its span in
+        bytes, checked first: whole numbers, no negative size or stride, inside the memory it
+        names, and, in one of the kernel's own input pools, inside the call's own slot."""
+        dtype = DTYPES[d["dtype"]]
+        offset = d["offset"]
+        shape, stride = d["shape"], d["stride"]
+        if not all(type(x) is int and x >= 0 for x in [offset, *shape, *stride]) or len(shape) != len(stride):
+            raise ValueError("an output's offset, shape and strides must be whole numbers, none negative")
+        ptr, pooled = self._open(kernel, d)
+        base, size = self.cu.range_of(ptr)
+        t = tensor_at(ptr + offset, shape, stride, dtype)
+        span = span_bytes(t)
+        if offset + span > size:
+            raise ValueError("an output lies outside the memory it names")
+        if pooled:
+            st = self.state[kernel.role]
+            lo = self._slot_base(st, call["slot"])
+            if not (lo <= ptr + offset and ptr + offset + span <= lo + st["slot_bytes"]):
+                raise ValueError("an output lies in an input slot of another call")
+        return t, ptr + offset, span
 
     def in_slot(self, kernel, slot, output_args):
         """The arguments `output_args` of slot `slot`, viewed in the evaluator's pool: one
@@ -433,6 +444,3 @@ class GpuData:
             return repr((tuple(value.shape), float(value.float().sum()), float(value.float().abs().sum())))
         return repr(value)
 
-
-class DeferredWork(Exception):
-    pass

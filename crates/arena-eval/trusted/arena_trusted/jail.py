@@ -57,9 +57,12 @@ def wait_user(pid, uid, deadline_s=10.0):
 
 
 def pids_of(uid):
-    """Every live process of `uid` (read from /proc; a process may vanish while it is read).
-    Zombies are not: they run nothing, and only their parent (or, orphaned, this process, the
-    container's first) can remove them."""
+    """Every process of `uid` that still runs something (read from /proc; a process may
+    vanish while it is read). A zombie whose threads have all ended is not: it runs nothing,
+    and only its parent (or, orphaned, this process, the container's first) can remove it.
+    But a process whose first thread called exit while another thread runs shows as a zombie
+    too (state Z, its other threads running): it is one, and it is stopped and killed like any
+    other (a signal to its pid reaches the threads left)."""
     out = []
     for name in os.listdir("/proc"):
         if not name.isdigit():
@@ -68,9 +71,41 @@ def pids_of(uid):
             st = os.stat(f"/proc/{name}")
         except OSError:
             continue
-        if st.st_uid == uid and _state(int(name)) not in "ZX":
+        if st.st_uid == uid and _live_threads(int(name)):
             out.append(int(name))
     return out
+
+
+def _live_threads(pid):
+    """The states of `pid`'s threads that have not ended (none for a process that is gone or
+    a zombie of no thread left)."""
+    if _state(pid) not in "ZX":
+        # The usual case, read from the process alone: its first thread runs.
+        return [_state(pid)]
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return []
+    states = [_task_state(pid, t) for t in tids]
+    return [c for c in states if c not in "ZX"]
+
+
+def _task_state(pid, tid):
+    try:
+        with open(f"/proc/{pid}/task/{tid}/stat", "rb") as f:
+            text = f.read()
+        return chr(text[text.rindex(b")") + 2])
+    except (OSError, ValueError, IndexError):
+        return "X"
+
+
+def _stopped(pid):
+    """Whether every thread of `pid` that still runs is stopped (or the process is gone)."""
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return True
+    return all(_task_state(pid, t) in "TtZX" for t in tids)
 
 
 def reap():
@@ -95,20 +130,22 @@ def _state(pid):
 
 
 def freeze(uid, deadline_s=2.0):
-    """Stops every process of `uid` and waits until none runs (a process forked meanwhile is
-    stopped too). Returns False if some process could not be stopped in time."""
+    """Stops every process of `uid` and waits until none runs. Returns False if some process
+    could not be stopped in time.
+
+    Done only when one listing finds every process of the user stopped already: a process
+    forked by one that was still running while the last listing was read is not in it, and
+    is found (and stopped) by the next."""
     end = time.monotonic() + deadline_s
     while True:
-        running = []
-        for pid in pids_of(uid):
+        pids = pids_of(uid)
+        if all(_stopped(pid) for pid in pids):
+            return True
+        for pid in pids:
             try:
                 os.kill(pid, signal.SIGSTOP)
             except ProcessLookupError:
                 continue
-            if _state(pid) not in "TtZX":
-                running.append(pid)
-        if not running:
-            return True
         if time.monotonic() > end:
             return False
         time.sleep(0.0002)

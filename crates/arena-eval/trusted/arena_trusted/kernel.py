@@ -108,26 +108,33 @@ class Kernel:
         jail.thaw(self.uid)
         self.frozen = False
 
-    def request(self, msg, timeout_s):
+    def request(self, msg, timeout_s, on_reply=None):
         """Sends `msg` and waits for the reply (thawed only meanwhile). Returns the reply and
-        the seconds between sending and receiving, by the evaluator's clock."""
+        the seconds between sending and receiving, by the evaluator's clock.
+
+        `on_reply(reply)`, where given, runs once a good reply is in and before the process is
+        stopped, and its time is part of the request's: the evaluator's own check that the
+        work is done (gpu.py's probe), which ends a timed batch's window."""
         self.thaw()
         t0 = time.perf_counter_ns()
-        wire.send(self.req_w, msg)
-        ready, _, _ = select.select([self.rep_r], [], [], timeout_s)
-        if not ready:
-            self.freeze()
-            raise KernelFailed(f"{self.role} kernel gave no answer within {timeout_s:.0f} s")
         try:
-            reply = wire.recv(self.rep_r)
-        except (EOFError, wire.WireError) as e:
-            raise KernelFailed(f"{self.role} kernel process ended or garbled its answer: {e}")
-        elapsed = (time.perf_counter_ns() - t0) / 1e9
-        self.freeze()
-        if not isinstance(reply, dict):
-            raise KernelFailed(f"{self.role} kernel answered something that is not a reply")
-        if not reply.get("ok"):
-            raise KernelFailed(str(reply.get("error", "failed"))[:2000])
+            wire.send(self.req_w, msg)
+            ready, _, _ = select.select([self.rep_r], [], [], timeout_s)
+            if not ready:
+                raise KernelFailed(f"{self.role} kernel gave no answer within {timeout_s:.0f} s")
+            try:
+                reply = wire.recv(self.rep_r)
+            except (EOFError, wire.WireError) as e:
+                raise KernelFailed(f"{self.role} kernel process ended or garbled its answer: {e}")
+            if not isinstance(reply, dict):
+                raise KernelFailed(f"{self.role} kernel answered something that is not a reply")
+            if not reply.get("ok"):
+                raise KernelFailed(str(reply.get("error", "failed"))[:2000])
+            if on_reply is not None:
+                on_reply(reply)
+            elapsed = (time.perf_counter_ns() - t0) / 1e9
+        finally:
+            self.freeze()
         return reply, elapsed
 
     def ensure_size(self, size, timeout_s):

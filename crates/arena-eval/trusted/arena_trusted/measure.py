@@ -2,10 +2,13 @@
 correctness (fresh inputs from a secret seed, the evaluator's own reference and check),
 performance (batches of calls on fresh inputs, timed from outside, the original and the
 agent's kernel in randomized pairs, every timed output checked)."""
+import copy
 import hashlib
 import random
 import statistics
+import sys
 
+from gpu_errors import GuardError
 from kernel import KernelFailed
 
 
@@ -32,8 +35,12 @@ class Session:
         self.job = job
         self.hidden = hidden
         self.rng = random.Random(self._seed("order"))
+        # Where each batch's outputs are sampled (samples.py): drawn apart from the order.
+        self.sample_rng = random.Random(self._seed("samples"))
         self.counter = 0
         self.warnings = []
+        # Per configuration: whether its reference changes an argument in place (fresh()).
+        self.mutates = {}
         t = job["timeouts"]
         self.timeout = {g: float(t[g]) for g in t}
         self.graphs = harness.device == "cuda" and bool(job.get("perf", {}).get("graphs", True))
@@ -55,13 +62,30 @@ class Session:
         self.counter += 1
         seed = self._seed(purpose, i, self.counter)
         args = tuple(self.h.make_inputs(self.configs[i][0], seed))
-        given = args
         if self.h.output_args:
             self.h.check_output_args(args)
-            # The kernel gets `args` as they are now: a reference that wrote its answer into
-            # an output argument would hand it to the kernel. It gets copies of those.
-            given = tuple(a.clone() if j in self.h.output_args else a for j, a in enumerate(args))
-        return args, self.h.reference(*given)
+        # The kernel gets `args` as they are after the reference ran: a reference that wrote
+        # its answer into an output argument, or changed an input in place (a KernelBench
+        # forward with an in-place op), would hand the kernel its answer or inputs it was not
+        # meant to get. Output arguments always go to it as copies; other arguments too where
+        # the configuration's first reference was seen to change one.
+        copied = set(self.h.output_args or ())
+        if self.mutates.get(i):
+            copied = set(range(len(args)))
+        given = tuple(_copy(a) if j in copied else a for j, a in enumerate(args))
+        if i in self.mutates:
+            return args, self.h.reference(*given)
+        before = [None if j in copied else _copy(a) for j, a in enumerate(args)]
+        want = self.h.reference(*given)
+        changed = [j for j, b in enumerate(before) if b is not None and not _same(b, args[j])]
+        self.mutates[i] = bool(changed)
+        if changed:
+            self.warnings.append(
+                f"reference_mutates_inputs: the reference changed argument(s) {changed} in place; "
+                "it is given copies of every argument from now on"
+            )
+            args = tuple(before[j] if j in changed else a for j, a in enumerate(args))
+        return args, want
 
     def check(self, got, want, where):
         try:
@@ -81,35 +105,54 @@ class Session:
 
         `graph`: the calls are captured as one CUDA graph first (untimed, before their inputs
         are written: the kernel cannot compute anything ahead), then the timed request
-        replays it. The clock is still the evaluator's, around the whole request."""
+        replays it. The clock is still the evaluator's, around the whole request.
+
+        On a GPU the evaluator watches the device from before the inputs are written until the
+        request is sent (no kernel process may have work on it then), and the window ends
+        when the evaluator has read a secret sample of the outputs itself (samples.py)."""
         cases = [self.fresh(i, purpose) for _ in range(n)]
         args = [a for a, _ in cases]
         timeout = self.timeout[gate]
+        described = None
+        calls = self.data.assign(kernel, args, timeout, [w for _, w in cases])
         if graph:
-            calls = self.data.assign(kernel, args, timeout)
             captured, _ = kernel.request({"op": "capture", "calls": calls}, timeout)
             if not captured.get("captured"):
                 why = captured.get("kind") if self.hidden else captured.get("why")
                 raise NotCapturable(str(why or "no reason given")[:500])
-            self.data.fill(kernel, calls, args)
+            described = captured.get("outputs", [])
             request = {"op": "replay"}  # small both ways: the timed window holds the replay
         else:
-            calls = self.data.prepare(kernel, args, [w for _, w in cases], timeout)
             request = {"op": "run", "calls": calls}
-        if gate == "performance":
-            self.data.flush()
-        reply, elapsed = kernel.request(request, timeout)
-        if graph:
-            reply = {"outputs": captured.get("outputs", [])}
         try:
-            elapsed += self.data.settle(elapsed)
+            plan = self.data.plan(kernel, calls, described, self.sample_rng, self.h.output_args)
+            self.data.stage(kernel, calls, args)
+            self.data.arm(kernel)
+            failing = True
+            try:
+                self.data.fill(kernel, calls, args)
+                if gate == "performance":
+                    self.data.flush()
+                failing = False
+            finally:
+                self.data.disarm(kernel, failing)
+            reply, elapsed = kernel.request(request, timeout, lambda r: self.data.probe(kernel, plan, r))
+            if graph:
+                reply = {"outputs": described}
+            elapsed = self.data.settle(elapsed, plan)
             outs = self.data.outputs(kernel, calls, reply, self.h.output_args)
+        except (KernelFailed, GuardError):
+            raise
         except Exception as e:  # what the kernel process handed back does not hold up
             raise CheckFailed(f"{self.name(i)}: {type(e).__name__}: {e}" if not self.hidden else f"{self.name(i)}: {type(e).__name__}")
         if len(outs) != n:
             raise CheckFailed(f"{self.name(i)}: {len(outs)} outputs for {n} calls")
         for k, (got, (_, want)) in enumerate(zip(outs, cases)):
             self.check(got, want, f"{self.name(i)}, call {k + 1} of {n}")
+        try:
+            self.data.confirm(plan)
+        except Exception as e:
+            raise CheckFailed(f"{self.name(i)}: {type(e).__name__}: {e}" if not self.hidden else f"{self.name(i)}: {type(e).__name__}")
         self.data.after(kernel, graph)
         return elapsed, [w for _, w in cases]
 
@@ -377,6 +420,36 @@ class Session:
 
             self._guarded(k, st, capture)
         return graph
+
+def _tensor(a):
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(a, torch.Tensor)
+
+
+def _copy(a):
+    """A copy of an argument that nothing done to `a` reaches: a tensor cloned, a Python
+    value copied deeply (a string or number is its own)."""
+    if _tensor(a) or hasattr(a, "clone"):
+        return a.clone()
+    return copy.deepcopy(a)
+
+
+def _same(a, b):
+    """Whether argument `b` still is what its copy `a` was (bit for bit for a tensor, so
+    that a NaN left in place counts as unchanged)."""
+    if _tensor(a):
+        import torch
+
+        if a.shape != b.shape or a.dtype != b.dtype:
+            return False
+        if not a.numel():
+            return True
+        return bool(torch.equal(a.reshape(-1).view(torch.uint8), b.reshape(-1).view(torch.uint8)))
+    try:
+        return bool(a == b) or repr(a) == repr(b)
+    except Exception:
+        return False
+
 
 def _jsonable(x):
     if isinstance(x, (list, tuple)):
