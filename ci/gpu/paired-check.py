@@ -9,6 +9,8 @@ order within one session. It measures the method itself, on real AgentKernelAren
           (noop2: a second one, to compare two untouched kernels with each other);
   slow2   every Triton kernel of the source launched twice per call (2x the kernel's work);
   slow15  launched twice on every other call (1.5x).
+  syncnoop  the original with `torch.cuda.synchronize` made a no-op when its module is loaded
+          (ci/gpu/adversaries/sync_noop.py, against the task's own timing in its process).
 
 usage: sudo python3 ci/gpu/paired-check.py TASKS_ROOT OUT [--tasks ID ...] [--pairs N]
            [--sessions K] [--candidates noop,noop2,slow2,slow15]
@@ -37,7 +39,7 @@ import yaml
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 GATES = os.path.join(ROOT, "crates/arena-eval/trusted/arena_trusted/gates.py")
 WORK = "/tmp/arena-paired-check"
-UIDS = {"baseline": 60001, "noop": 60002, "noop2": 60003, "slow2": 60005, "slow15": 60006}
+UIDS = {"baseline": 60001, "noop": 60002, "noop2": 60003, "slow2": 60005, "slow15": 60006, "syncnoop": 60007}
 # A role's directories are named by its user (k60001, …): every kernel's paths, and so its
 # environment, have the same length.
 
@@ -71,6 +73,15 @@ def _arena_slow(every):
 
 
 _arena_slow(EVERY)
+'''
+
+
+SYNC_NOOP = '''
+
+# --- arena paired-check: the kernel's process times itself; this makes its synchronize a no-op ---
+import torch as _arena_torch
+
+_arena_torch.cuda.synchronize = lambda *a, **k: None
 '''
 
 
@@ -113,14 +124,14 @@ def job_for(task_dir, cfg, roles, pairs, seed, work):
         prepare_dir(os.path.join(tree, "build"), UIDS[role], UIDS[role], 0o750)
         prepare_dir(os.path.join(work, "scratch", f"k{UIDS[role]}"), UIDS[role], UIDS[role], 0o700)
         overlay = []
-        if role.startswith("slow"):
+        if role.startswith("slow") or role == "syncnoop":
             every = 1 if role == "slow2" else 2
             path = os.path.join(work, "sources", role, src)
             os.makedirs(os.path.dirname(path), exist_ok=True)
             with open(os.path.join(task_dir, src)) as f:
                 text = f.read()
             with open(path, "w") as f:
-                f.write(text + SLOW.replace("EVERY", str(every)))
+                f.write(text + (SYNC_NOOP if role == "syncnoop" else SLOW.replace("EVERY", str(every))))
             os.chmod(path, 0o644)
             overlay.append({"rel": src, "from": path})
         trees.append({"path": tree, "gid": UIDS[role], "overlay": overlay})

@@ -120,9 +120,21 @@ impl Report {
             return String::new();
         }
         let parts: Vec<String> = counts.iter().map(|(l, n)| format!("{n} {l}")).collect();
-        format!("\nMeasured: {} (task runs).\n", parts.join("; "))
+        let mut line = format!("\nMeasured: {} (task runs).\n", parts.join("; "));
+        if self.tasks.iter().any(|t| t.trust.self_reported()) {
+            line.push_str(SELF_REPORTED_CAVEAT);
+        }
+        line
     }
 }
+
+/// Said under every table that holds a self-reported result, cross-checked or not: the
+/// cross-check catches clocks that lie by much, not a kernel that ends its own timing early.
+pub const SELF_REPORTED_CAVEAT: &str = "Self-reported results (cross-checked too) were timed by \
+the task's own harness in the kernel's process: a kernel that makes `torch.cuda.synchronize` a \
+no-op there reads several times faster with every gate passing, which the cross-check does not \
+always see (docs/trusted-evaluation.md, \"Self-reported tasks\"). Read them as what the kernel \
+says of itself.\n";
 
 #[cfg(test)]
 mod tests {
@@ -161,9 +173,22 @@ mod tests {
         };
         assert_eq!(
             r.measured_line(),
-            "\nMeasured: 1 self-reported, cross-checked; 2 trusted (task runs).\n"
+            format!(
+                "\nMeasured: 1 self-reported, cross-checked; 2 trusted (task runs).\n{SELF_REPORTED_CAVEAT}"
+            )
         );
         assert!(r.markdown().contains("2 trusted"));
+        assert!(r.markdown().contains("what the kernel says of itself"));
+        let trusted_only = Report {
+            tasks: vec![task("a", Trust::Trusted)],
+            aggregates: vec![],
+            generalization: vec![],
+            noise_aware: vec![],
+        };
+        assert_eq!(
+            trusted_only.measured_line(),
+            "\nMeasured: 1 trusted (task runs).\n"
+        );
     }
 
     #[test]

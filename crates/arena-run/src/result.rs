@@ -38,6 +38,11 @@ pub enum Trust {
 }
 
 impl Trust {
+    /// Whether the numbers came from the task's own harness, in the kernel's process.
+    pub fn self_reported(self) -> bool {
+        matches!(self, Trust::SelfReported | Trust::SelfReportedCrossChecked)
+    }
+
     pub fn label(self) -> &'static str {
         match self {
             Trust::Trusted => "trusted",

@@ -1,0 +1,32 @@
+"""Attacks: outputs aliased to memory the call was not given. Each call's output is written into
+the next call's input slot of the evaluator's pool and handed back from there (what a kernel
+that batches calls, or one that shares one output among calls, would hand back).
+Expected: an output may lie in its own call's slot only: refused, a gate fails. (A kernel
+writing into its arguments, OUTPUT_ARGS, is read from its own slots: nothing to hand back.)"""
+import torch
+
+import gpu  # the evaluator's own file beside child.py (read-only)
+
+_c = child()
+_n = [0]
+
+
+def _elsewhere(f):
+    def call(*a, **k):
+        r = f(*a, **k)
+        g = _c.gpu
+        if not isinstance(r, torch.Tensor) or g is None or not g.pools:
+            return r
+        _n[0] += 1
+        s = _n[0] % g.count
+        chunk, j = divmod(s, g.per_chunk)
+        if r.numel() * r.element_size() > g.slot_bytes:
+            return r
+        t = gpu.tensor_at(g.pools[chunk] + j * g.slot_bytes, list(r.shape), list(r.stride()), r.dtype)
+        t.copy_(r)
+        return t
+
+    return call
+
+
+install(_elsewhere)

@@ -1,0 +1,236 @@
+#!/usr/bin/env python3
+"""The GPU adversary suite: arena's trusted evaluator (no containers) pairs each task's original
+kernel with an untouched copy (the control) and with every attack of ci/gpu/adversaries/, one
+evaluation each, on one GPU, and says per attack whether it failed a gate, gained nothing, or
+GAINED (every one of its session speedups above every session of the untouched copy measured in
+the same call), or reads within noise (its sessions overlap the untouched copy's and reach
+above them: the issue's bar, an interval within the untouched copy's, is not met, and not
+clearly missed). Prints a markdown table and writes OUT/adversary-suite.json.
+
+usage: sudo python3 ci/gpu/adversary-suite.py OUT TASKS_ROOT [--tasks ID,...] [--attacks A,...]
+           [--pairs N] [--sessions K] [--cases A:B[:STEP]] [--evaluator DIR] [--label NAME]
+
+TASKS_ROOT: tasks that name a trusted harness (`arenactl task materialize --harnesses
+tasks/aka-harnesses` for AgentKernelArena's, `arenactl task import kernelbench` for
+KernelBench's). An attack file is Python appended to a preamble (PREAMBLE below): the task's own
+kernel file is `_original.py` beside it, and `install(wrap)` makes the entry the original's
+wrapped by `wrap` (for a class entry, KernelBench's ModelNew, its calls). `--evaluator DIR`
+runs another copy of the evaluator's files (the one before a change, for a before/after table).
+Runs as root (kernel processes run as users 60001 and 60002); every process of theirs is
+killed after each evaluation, so nothing an attack leaves reaches the next.
+"""
+import argparse
+import importlib.util
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ATTACKS = os.path.join(ROOT, "ci/gpu/adversaries")
+_spec = importlib.util.spec_from_file_location("trusted_check", os.path.join(ROOT, "ci/gpu/trusted-check.py"))
+tc = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(tc)
+
+PREAMBLE = '''# ---- arena's adversary preamble (ci/gpu/adversary-suite.py) ----
+import gc as _gc
+import importlib.util as _ilu
+import os as _os
+import sys as _sys
+
+_spec = _ilu.spec_from_file_location("_arena_original", _os.path.join(_os.path.dirname(_os.path.abspath(__file__)), "_original.py"))
+_orig = _ilu.module_from_spec(_spec)
+_spec.loader.exec_module(_orig)
+ENTRY = {entry!r}
+_honest = getattr(_orig, ENTRY)
+
+
+def install(wrap):
+    """ENTRY becomes the original's, wrapped: `wrap(call) -> call`."""
+    if isinstance(_honest, type):
+        class Wrapped(_honest):
+            def __call__(self, *a, **k):
+                inner = self.__dict__.get("_arena_call")
+                if inner is None:
+                    inner = wrap(lambda *x, **y: _honest.__call__(self, *x, **y))
+                    object.__setattr__(self, "_arena_call", inner)
+                return inner(*a, **k)
+
+        Wrapped.__name__ = _honest.__name__
+        globals()[ENTRY] = Wrapped
+    else:
+        globals()[ENTRY] = wrap(_honest)
+
+
+def child():
+    """The kernel process's own request handler (child.py's Child), which the kernel shares
+    the interpreter with."""
+    for o in _gc.get_objects():
+        if type(o).__name__ == "Child" and hasattr(o, "serve"):
+            return o
+    raise RuntimeError("no Child in this process")
+
+
+def report(msg):
+    print("ARENA-ADVERSARY:", msg, file=_sys.stderr, flush=True)
+
+
+# ---- the attack ----
+'''
+
+
+def attacks():
+    return sorted(f[:-3] for f in os.listdir(ATTACKS) if f.endswith(".py"))
+
+
+def doc(name):
+    """An attack file's docstring (what it attacks, what it should get)."""
+    import ast
+
+    return ast.get_docstring(ast.parse(open(os.path.join(ATTACKS, name + ".py")).read())) or ""
+
+
+def setup(work, task, attack, args):
+    tdir, harness, rel, entry = TASKS[task]
+    for role in ("baseline", "candidate"):
+        d = os.path.dirname(os.path.join(work, "kernel", role, rel))
+        os.makedirs(d, exist_ok=True)
+        shutil.copy(os.path.join(tdir, rel), os.path.join(work, "kernel", role, rel))
+    if attack != "untouched":
+        cand = os.path.join(work, "kernel", "candidate", rel)
+        shutil.copy(cand, os.path.join(os.path.dirname(cand), "_original.py"))
+        with open(cand, "w") as f:
+            f.write(PREAMBLE.format(entry=entry) + open(os.path.join(ATTACKS, attack + ".py")).read())
+    for role, uid in (("baseline", 60001), ("candidate", 60002)):
+        s = os.path.join(work, "scratch", role)
+        os.makedirs(s, exist_ok=True)
+        os.chown(s, uid, uid)
+        os.chmod(s, 0o700)
+    out = os.path.join(work, "out")
+    os.makedirs(out, exist_ok=True)
+    os.chmod(out, 0o700)
+    os.chmod(work, 0o755)
+    for p in ("kernel", "scratch"):
+        os.chmod(os.path.join(work, p), 0o755)
+    if args.cases:
+        a, b, step = ([int(x) if x else None for x in args.cases.split(":")] + [None])[:3]
+        sliced = os.path.join(work, "harness_cases.py")
+        with open(sliced, "w") as f:
+            f.write(open(harness).read() + f"\nTEST_SHAPES = TEST_SHAPES[{a}:{b}:{step}]\n")
+        harness = sliced
+    job = {
+        "harness": harness,
+        "roles": ["baseline", "candidate"],
+        "kernels": {r: os.path.join(work, "kernel", r) for r in ("baseline", "candidate")},
+        "users": {"baseline": {"uid": 60001, "gid": 60001}, "candidate": {"uid": 60002, "gid": 60002}},
+        "scratch": {r: os.path.join(work, "scratch", r) for r in ("baseline", "candidate")},
+        "groups": [],
+        "timeouts": {"compile": 300, "correctness": 300, "performance": 600},
+        "trials": 2,
+        "perf": {"pairs": args.pairs, "target_batch_ms": 20, "max_calls": 4096, "warmup_batches": 2, "graphs": True, "gpu_sessions": args.sessions},
+        "out": out,
+        "pass_env": ["CUDA_VISIBLE_DEVICES", "LD_LIBRARY_PATH", "PATH"],
+        "unseen": False,
+        "quiet_kernels": False,
+    }
+    with open(os.path.join(work, "job.json"), "w") as f:
+        json.dump(job, f)
+    return out
+
+
+def kill_kernel_users():
+    for uid in ("60001", "60002"):
+        subprocess.run(["pkill", "-9", "-U", uid], check=False)
+    time.sleep(0.2)
+
+
+def verdict(s, control):
+    gates = [g for g in s.get("gates") or [] if g]
+    failed = [g.split()[0] for g in gates if g.split()[-1] != "0"]
+    if s.get("error") or failed or not gates:
+        why = (s.get("error") or "").strip().splitlines()[-1:] or [""]
+        for c in s.get("cases") or []:
+            if c.get("error"):
+                why = [c["error"]]
+                break
+        for name in ("compile_report.json", "correctness_report.json"):
+            e = (s.get(name) or {}).get("error")
+            if e:
+                why = [e]
+        return "fails a gate", f"{'/'.join(failed) or 'setup'}: {why[0][:160]}"
+    ss = s.get("sessions") or []
+    cs = (control or {}).get("sessions") or []
+    if not ss or not cs:
+        return "n/a", "no session speedups"
+    if min(ss) > max(cs):
+        return "GAINED", f"every session above the untouched copy's: {min(ss):.3f}-{max(ss):.3f} > {min(cs):.3f}-{max(cs):.3f}"
+    if max(ss) <= max(cs):
+        return "gains nothing", f"sessions {min(ss):.3f}-{max(ss):.3f}, untouched {min(cs):.3f}-{max(cs):.3f}"
+    return "within noise", f"sessions {min(ss):.3f}-{max(ss):.3f} overlap untouched's {min(cs):.3f}-{max(cs):.3f} and reach above it"
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("out")
+    ap.add_argument("tasks_root")
+    ap.add_argument("--tasks")
+    ap.add_argument("--attacks")
+    ap.add_argument("--pairs", type=int, default=6)
+    ap.add_argument("--sessions", type=int, default=2)
+    ap.add_argument("--cases")
+    ap.add_argument("--evaluator", default=os.path.join(ROOT, "crates/arena-eval/trusted/arena_trusted"))
+    ap.add_argument("--label", default="")
+    ap.add_argument("--timeout", type=int, default=300, help="seconds an evaluation may take")
+    args = ap.parse_args()
+    global TASKS
+    TASKS = tc.task_root_tasks(args.tasks_root)
+    tasks = args.tasks.split(",") if args.tasks else sorted(TASKS)
+    chosen = ["untouched"] + [a for a in (args.attacks.split(",") if args.attacks else attacks()) if a != "untouched"]
+    os.makedirs(args.out, exist_ok=True)
+    evaluator = os.path.join(os.path.abspath(args.evaluator), "evaluate.py")
+    results = {}
+    path = os.path.join(args.out, f"adversary-suite{args.label}.json")
+    for task in tasks:
+        control = None
+        for attack in chosen:
+            kill_kernel_users()
+            work = f"/tmp/adv-{task.replace('/', '_')}-{attack}"
+            shutil.rmtree(work, ignore_errors=True)
+            out = setup(work, task, attack, args)
+            t0 = time.time()
+            try:
+                p = subprocess.run([sys.executable, "-I", "-B", evaluator, os.path.join(work, "job.json")], capture_output=True, text=True, timeout=args.timeout)
+                stderr = p.stderr
+            except subprocess.TimeoutExpired as e:
+                stderr = f"timed out: {e}"
+            kill_kernel_users()
+            s = tc.summarize(out)
+            s["wall_s"] = round(time.time() - t0, 1)
+            s["said"] = [line for line in stderr.splitlines() if "ARENA-ADVERSARY:" in line][:5]
+            s["stderr_tail"] = stderr[-1500:]
+            try:
+                rec = json.load(open(os.path.join(out, "evaluator.json")))
+                s["device_watch"] = rec.get("device_watch")
+            except (OSError, ValueError):
+                pass
+            if attack == "untouched":
+                control = s
+            s["verdict"], s["why"] = verdict(s, control) if attack != "untouched" else ("control", "")
+            ratios = [c["ratio_median"] for c in s.get("cases") or [] if c.get("ratio_median")]
+            s["speedup"] = statistics.mean(ratios) if ratios else None
+            results[f"{task}/{attack}"] = s
+            ss = s.get("sessions") or []
+            rng = f"{min(ss):.3f}-{max(ss):.3f}" if ss else "-"
+            sp = f"{s['speedup']:.3f}" if s["speedup"] else "-"
+            print(f"| {task} | {attack} | {sp} | {rng} | {s['verdict']} | {s['why'][:170]} | {s['wall_s']} s |", flush=True)
+            for line in s["said"]:
+                print("    ", line[:200], flush=True)
+            with open(path, "w") as f:
+                json.dump(results, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
