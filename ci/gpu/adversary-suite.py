@@ -95,50 +95,13 @@ def doc(name):
 
 def setup(work, task, attack, args):
     tdir, harness, rel, entry = TASKS[task]
-    for role in ("baseline", "candidate"):
-        d = os.path.dirname(os.path.join(work, "kernel", role, rel))
-        os.makedirs(d, exist_ok=True)
-        shutil.copy(os.path.join(tdir, rel), os.path.join(work, "kernel", role, rel))
+    tc.copy_kernels(work, tdir, rel)
     if attack != "untouched":
         cand = os.path.join(work, "kernel", "candidate", rel)
         shutil.copy(cand, os.path.join(os.path.dirname(cand), "_original.py"))
         with open(cand, "w") as f:
             f.write(PREAMBLE.format(entry=entry) + open(os.path.join(ATTACKS, attack + ".py")).read())
-    for role, uid in (("baseline", 60001), ("candidate", 60002)):
-        s = os.path.join(work, "scratch", role)
-        os.makedirs(s, exist_ok=True)
-        os.chown(s, uid, uid)
-        os.chmod(s, 0o700)
-    out = os.path.join(work, "out")
-    os.makedirs(out, exist_ok=True)
-    os.chmod(out, 0o700)
-    os.chmod(work, 0o755)
-    for p in ("kernel", "scratch"):
-        os.chmod(os.path.join(work, p), 0o755)
-    if args.cases:
-        a, b, step = ([int(x) if x else None for x in args.cases.split(":")] + [None])[:3]
-        sliced = os.path.join(work, "harness_cases.py")
-        with open(sliced, "w") as f:
-            f.write(open(harness).read() + f"\nTEST_SHAPES = TEST_SHAPES[{a}:{b}:{step}]\n")
-        harness = sliced
-    job = {
-        "harness": harness,
-        "roles": ["baseline", "candidate"],
-        "kernels": {r: os.path.join(work, "kernel", r) for r in ("baseline", "candidate")},
-        "users": {"baseline": {"uid": 60001, "gid": 60001}, "candidate": {"uid": 60002, "gid": 60002}},
-        "scratch": {r: os.path.join(work, "scratch", r) for r in ("baseline", "candidate")},
-        "groups": [],
-        "timeouts": {"compile": 300, "correctness": 300, "performance": 600},
-        "trials": 2,
-        "perf": {"pairs": args.pairs, "target_batch_ms": 20, "max_calls": 4096, "warmup_batches": 2, "graphs": True, "gpu_sessions": args.sessions},
-        "out": out,
-        "pass_env": ["CUDA_VISIBLE_DEVICES", "LD_LIBRARY_PATH", "PATH"],
-        "unseen": False,
-        "quiet_kernels": False,
-    }
-    with open(os.path.join(work, "job.json"), "w") as f:
-        json.dump(job, f)
-    return out
+    return tc.write_job(work, harness, args.cases, args.pairs, True, args.sessions)
 
 
 def kill_kernel_users():

@@ -81,21 +81,18 @@ def task_info(task):
     return ROOT_TASKS[task]
 
 
-def setup(work, task, variant):
-    tdir, harness, rel, entry = task_info(task)
+def copy_kernels(work, tdir, rel):
+    """The task's kernel file, once for each role (work/kernel/<role>/<rel>)."""
     for role in ("baseline", "candidate"):
         d = os.path.dirname(os.path.join(work, "kernel", role, rel))
         os.makedirs(d, exist_ok=True)
         shutil.copy(os.path.join(tdir, rel), os.path.join(work, "kernel", role, rel))
-    cand = os.path.dirname(os.path.join(work, "kernel", "candidate", rel))
-    src = os.path.basename(rel)
-    v = VARIANTS[variant]
-    if v == "solution":
-        shutil.copy(os.path.join(ROOT, "ci/solutions/triton2triton/arena", task, src), os.path.join(cand, src))
-    elif v is not None:
-        shutil.copy(os.path.join(cand, src), os.path.join(cand, "_original.py"))
-        with open(os.path.join(cand, src), "w") as f:
-            f.write(v.format(entry=entry))
+
+
+def write_job(work, harness, cases, pairs, graphs, sessions):
+    """The rest of an evaluation's directory below `work` (each kernel's scratch, owned by its
+    user; the evaluator's out), the harness cut to TEST_SHAPES[cases] where `cases` is
+    "A:B[:STEP]", and work/job.json. Returns the out directory."""
     for role, uid in (("baseline", 60001), ("candidate", 60002)):
         s = os.path.join(work, "scratch", role)
         os.makedirs(s, exist_ok=True)
@@ -107,7 +104,6 @@ def setup(work, task, variant):
     os.chmod(work, 0o755)
     for p in ("kernel", "scratch"):
         os.chmod(os.path.join(work, p), 0o755)
-    cases = os.environ.get("ARENA_CASES")
     if cases:
         a, b, step = ([int(x) if x else None for x in cases.split(":")] + [None])[:3]
         sliced = os.path.join(work, "harness_cases.py")
@@ -123,8 +119,8 @@ def setup(work, task, variant):
         "groups": [],
         "timeouts": {"compile": 300, "correctness": 300, "performance": 600},
         "trials": 2,
-        "perf": {"pairs": PAIRS, "target_batch_ms": 20, "max_calls": 4096, "warmup_batches": 2, "graphs": GRAPHS,
-                 "gpu_sessions": int(os.environ.get("ARENA_GPU_SESSIONS", "5"))},
+        "perf": {"pairs": pairs, "target_batch_ms": 20, "max_calls": 4096, "warmup_batches": 2, "graphs": graphs,
+                 "gpu_sessions": sessions},
         "out": out,
         "pass_env": ["CUDA_VISIBLE_DEVICES", "LD_LIBRARY_PATH", "PATH"],
         "unseen": False,
@@ -133,6 +129,22 @@ def setup(work, task, variant):
     with open(os.path.join(work, "job.json"), "w") as f:
         json.dump(job, f)
     return out
+
+
+def setup(work, task, variant):
+    tdir, harness, rel, entry = task_info(task)
+    copy_kernels(work, tdir, rel)
+    cand = os.path.dirname(os.path.join(work, "kernel", "candidate", rel))
+    src = os.path.basename(rel)
+    v = VARIANTS[variant]
+    if v == "solution":
+        shutil.copy(os.path.join(ROOT, "ci/solutions/triton2triton/arena", task, src), os.path.join(cand, src))
+    elif v is not None:
+        shutil.copy(os.path.join(cand, src), os.path.join(cand, "_original.py"))
+        with open(os.path.join(cand, src), "w") as f:
+            f.write(v.format(entry=entry))
+    sessions = int(os.environ.get("ARENA_GPU_SESSIONS", "5"))
+    return write_job(work, harness, os.environ.get("ARENA_CASES"), PAIRS, GRAPHS, sessions)
 
 
 def session_speedups(cases):

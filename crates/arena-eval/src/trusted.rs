@@ -286,4 +286,6 @@ impl Job {
 }
 
 #[cfg(test)]
+mod defence_tests;
+#[cfg(test)]
 mod tests;

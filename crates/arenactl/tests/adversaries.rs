@@ -22,6 +22,22 @@ fn agent(name: &str) -> String {
     format!("ci/agents/adversary/{name}.toml")
 }
 
+/// The agent `name`'s file copied into `dir`, beside `probe/<name>-probe`: its fixture
+/// (`ci/fixtures/<name>-probe.c`) built static with `flags`, for the agent's `[[mount]]` of
+/// `probe`.
+fn agent_with_probe(dir: &Path, name: &str, flags: &[&str]) -> std::path::PathBuf {
+    let probe_dir = dir.join("probe");
+    std::fs::create_dir_all(&probe_dir).unwrap();
+    common::build_static(
+        &format!("{name}-probe.c"),
+        &probe_dir.join(format!("{name}-probe")),
+        flags,
+    );
+    let agent_file = dir.join(format!("{name}.toml"));
+    std::fs::copy(repo().join(agent(name)), &agent_file).unwrap();
+    agent_file
+}
+
 fn result_of<'a>(rs: &'a [Value], task: &str) -> &'a Value {
     rs.iter()
         .find(|r| r["task_id"] == task)
@@ -201,17 +217,7 @@ fn a_helper_that_looks_like_a_zombie_is_stopped_with_its_kernel() {
     let tmp = d.dir.path();
     // The helper, built here and mounted into the agent's container, which carries it into
     // the kernel's source.
-    let probe_dir = tmp.join("probe");
-    std::fs::create_dir_all(&probe_dir).unwrap();
-    let st = std::process::Command::new("gcc")
-        .args(["-static", "-O2", "-pthread", "-o"])
-        .arg(probe_dir.join("zombie-probe"))
-        .arg(repo().join("ci/fixtures/zombie-probe.c"))
-        .status()
-        .unwrap();
-    assert!(st.success(), "gcc -static (libc6-dev) builds the helper");
-    let agent_file = tmp.join("zombie.toml");
-    std::fs::copy(repo().join(agent("zombie")), &agent_file).unwrap();
+    let agent_file = agent_with_probe(tmp, "zombie", &["-O2", "-pthread"]);
     let (_, rs) = d.run_on(
         agent_file.to_str().unwrap(),
         &[PREFIX_SUM],
@@ -342,17 +348,7 @@ fn writes_stop_at_each_file_system_and_syscalls_are_filtered() {
     }
 
     // The probe, built here and mounted into the agent's container.
-    let probe_dir = tmp.join("probe");
-    std::fs::create_dir_all(&probe_dir).unwrap();
-    let st = std::process::Command::new("gcc")
-        .args(["-static", "-O2", "-o"])
-        .arg(probe_dir.join("seccomp-probe"))
-        .arg(repo().join("ci/fixtures/seccomp-probe.c"))
-        .status()
-        .unwrap();
-    assert!(st.success(), "gcc -static (libc6-dev) builds the probe");
-    let agent_file = tmp.join("seccomp.toml");
-    std::fs::copy(repo().join(agent("seccomp")), &agent_file).unwrap();
+    let agent_file = agent_with_probe(tmp, "seccomp", &["-O2"]);
     let out = tmp.join("seccomp");
     d.run_on(agent_file.to_str().unwrap(), &[PREFIX_SUM], &out, &[]);
     let probe = std::fs::read_to_string(

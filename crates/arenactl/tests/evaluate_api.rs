@@ -118,13 +118,7 @@ fn attacked(agent: &str, task: &str) -> Vec<u8> {
 fn ipc_probe() -> String {
     let d = tempfile::tempdir().unwrap();
     let bin = d.path().join("ipc-probe");
-    let st = std::process::Command::new("gcc")
-        .args(["-static", "-Os", "-o"])
-        .arg(&bin)
-        .arg(repo().join("ci/fixtures/ipc-probe.c"))
-        .status()
-        .unwrap();
-    assert!(st.success(), "gcc -static (libc6-dev) builds the probe");
+    common::build_static("ipc-probe.c", &bin, &["-Os"]);
     let o = std::process::Command::new("base64")
         .args(["-w", "0"])
         .arg(&bin)

@@ -185,9 +185,11 @@ class GpuData:
         # Written before each timed batch: neither kernel's batch finds the other's data (or
         # its own earlier batch's) in L2. Within a batch, input slots rotate over twice L2.
         self._flush = torch.empty(2 * self.l2, dtype=torch.uint8, device="cuda")
+        # The byte the next flush writes: a new one each time, so that no line is skipped.
+        self._turn = 0
 
     def flush(self):
-        self._turn = (getattr(self, "_turn", 0) + 1) & 0xFF
+        self._turn = (self._turn + 1) & 0xFF
         self.cu.fill(self._flush.data_ptr(), self._turn, self._flush.numel())
         # This stream only: a device-wide synchronize would wait for the watch.
         torch.cuda.current_stream().synchronize()

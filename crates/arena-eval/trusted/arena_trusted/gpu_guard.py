@@ -220,8 +220,8 @@ class Guard:
         return f
 
     def _launch(self, fn, grid, block, params):
-        holders = [p for p in params]
-        argv = (ctypes.c_void_p * len(holders))(*[ctypes.cast(ctypes.byref(h), ctypes.c_void_p) for h in holders])
+        # `params` (ctypes values) outlive the launch, which copies them.
+        argv = (ctypes.c_void_p * len(params))(*[ctypes.cast(ctypes.byref(p), ctypes.c_void_p) for p in params])
         self.cu.check(
             self.cu.lib.cuLaunchKernel(fn, grid, 1, 1, block, 1, 1, 0, self.stream, argv, None),
             "cuLaunchKernel",

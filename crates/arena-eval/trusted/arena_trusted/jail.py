@@ -71,41 +71,29 @@ def pids_of(uid):
             st = os.stat(f"/proc/{name}")
         except OSError:
             continue
-        if st.st_uid == uid and _live_threads(int(name)):
+        if st.st_uid == uid and _runs(int(name)):
             out.append(int(name))
     return out
 
 
-def _live_threads(pid):
-    """The states of `pid`'s threads that have not ended (none for a process that is gone or
-    a zombie of no thread left)."""
-    if _state(pid) not in "ZX":
-        # The usual case, read from the process alone: its first thread runs.
-        return [_state(pid)]
+def _runs(pid):
+    """Whether `pid` still runs something: its first thread, or, where that one has ended
+    (state Z), another of its threads."""
+    return _state(pid) not in "ZX" or any(c not in "ZX" for c in _thread_states(pid))
+
+
+def _thread_states(pid):
+    """The state of each of `pid`'s threads (none for a process that is gone)."""
     try:
         tids = os.listdir(f"/proc/{pid}/task")
     except OSError:
         return []
-    states = [_task_state(pid, t) for t in tids]
-    return [c for c in states if c not in "ZX"]
-
-
-def _task_state(pid, tid):
-    try:
-        with open(f"/proc/{pid}/task/{tid}/stat", "rb") as f:
-            text = f.read()
-        return chr(text[text.rindex(b")") + 2])
-    except (OSError, ValueError, IndexError):
-        return "X"
+    return [_stat_state(f"/proc/{pid}/task/{t}/stat") for t in tids]
 
 
 def _stopped(pid):
     """Whether every thread of `pid` that still runs is stopped (or the process is gone)."""
-    try:
-        tids = os.listdir(f"/proc/{pid}/task")
-    except OSError:
-        return True
-    return all(_task_state(pid, t) in "TtZX" for t in tids)
+    return all(c in "TtZX" for c in _thread_states(pid))
 
 
 def reap():
@@ -121,8 +109,13 @@ def reap():
 
 
 def _state(pid):
+    return _stat_state(f"/proc/{pid}/stat")
+
+
+def _stat_state(path):
+    """The state letter of a process's or thread's stat file (X where it cannot be read)."""
     try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
+        with open(path, "rb") as f:
             text = f.read()
         return chr(text[text.rindex(b")") + 2])
     except (OSError, ValueError, IndexError):

@@ -9,6 +9,21 @@ pub mod cli;
 pub mod daemon;
 pub mod images;
 
+/// Builds `ci/fixtures/<fixture>` into a static program at `out` with gcc (`flags` beside
+/// `-static`): the probes the adversarial tests run inside containers whose images have no
+/// libc of their own to offer them.
+pub fn build_static(fixture: &str, out: &Path, flags: &[&str]) {
+    let st = Command::new("gcc")
+        .arg("-static")
+        .args(flags)
+        .arg("-o")
+        .arg(out)
+        .arg(repo().join("ci/fixtures").join(fixture))
+        .status()
+        .unwrap();
+    assert!(st.success(), "gcc -static (libc6-dev) builds {fixture}");
+}
+
 pub fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../..")
