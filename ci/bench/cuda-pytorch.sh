@@ -4,7 +4,8 @@
 # into a private containerd and, in a container of the row_softmax task's image: import torch
 # and triton, check their versions and that torch is a CUDA build, run a CPU torch op and the
 # task's reference implementation on its visible shapes, and arena's harnesses for
-# AgentKernelArena tasks against their kernels (ci/aka-harness-check.py). Prints the build times.
+# AgentKernelArena tasks against their kernels (ci/aka-harness-check.py), and the harnesses
+# derived from the vLLM tasks' own runners (ci/aka-derived-check.py). Prints the build times.
 # Without the 4.2 GB wheel set in the cache it says so and exits 0 (ARENA_FETCH=1 fetches it).
 # usage: ci/bench/cuda-pytorch.sh [WORK_DIR]
 set -euo pipefail
@@ -77,3 +78,13 @@ print(f"import torch, triton, numpy: {import_s:.2f} s (checked-hash bytecode fro
 ctr -a "$sock" -n arena run --rm --mount "type=bind,src=$root,dst=/repo,options=rbind:ro" \
   "$image" cuda-pytorch-aka-harnesses \
   python3 -B /repo/ci/aka-harness-check.py /repo/tasks/aka-harnesses /repo/ci/fixtures/aka-slice/tasks
+# arena's harnesses derived from the 118 vLLM tasks' own runners (arena_task::derive), against
+# the tasks' own kernels the same way: the untouched kernel passes, zeros and other inputs'
+# outputs fail (ci/aka-derived-check.py; a task the interpreter cannot run says so).
+rm -rf "$work/derived"
+"$arenactl" task materialize --aka-root "$root/ci/fixtures/aka-slice" --out "$work/derived" \
+  "$root/ci/fixtures/aka-vllm/tasks" >/dev/null
+ctr -a "$sock" -n arena run --rm --mount "type=bind,src=$root,dst=/repo,options=rbind:ro" \
+  --mount "type=bind,src=$work/derived,dst=/derived,options=rbind:rw" \
+  "$image" cuda-pytorch-aka-derived \
+  sh -c 'python3 -B /repo/ci/aka-derived-check.py --cases 1 --budget-s 120 /derived/triton2triton/vllm/*'

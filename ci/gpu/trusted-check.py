@@ -68,6 +68,11 @@ def task_root_tasks(root):
             if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
                 if node.targets[0].id in ("SOURCE", "ENTRY"):
                     names[node.targets[0].id] = ast.literal_eval(node.value)
+            # A derived harness (arena_task::derive): `derived.from_runner(..., source=, entry=)`.
+            if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
+                for kw in node.value.keywords:
+                    if kw.arg in ("source", "entry"):
+                        names[kw.arg.upper()] = ast.literal_eval(kw.value)
         found[os.path.relpath(d, root)] = (d, harness, names["SOURCE"], names["ENTRY"])
     return found
 
@@ -106,7 +111,8 @@ def write_job(work, harness, cases, pairs, graphs, sessions):
         os.chmod(os.path.join(work, p), 0o755)
     if cases:
         a, b, step = ([int(x) if x else None for x in cases.split(":")] + [None])[:3]
-        sliced = os.path.join(work, "harness_cases.py")
+        # Beside the harness: a derived one finds the task's runner from where it lies.
+        sliced = os.path.join(os.path.dirname(harness), "harness_cases.py")
         with open(sliced, "w") as f:
             f.write(open(harness).read() + f"\nTEST_SHAPES = TEST_SHAPES[{a}:{b}:{step}]\n")
         harness = sliced

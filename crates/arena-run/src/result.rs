@@ -250,6 +250,10 @@ pub struct TaskResult {
     pub repeat: u32,
     #[serde(default)]
     pub trust: Trust,
+    /// Why a self-reported result is not trusted (no trusted harness, and the construct of the
+    /// task's runner that a derived one cannot follow); None for a trusted one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trust_reason: Option<String>,
     /// The untouched sources, measured with the same commands in the same kind of container.
     pub baseline: Evaluation,
     /// The agent's sources.
@@ -298,6 +302,7 @@ impl TaskResult {
             task_type: task_type.to_string(),
             repeat,
             trust: Trust::Unrecorded,
+            trust_reason: None,
             baseline,
             candidate,
             unseen: None,

@@ -13,6 +13,10 @@ pub enum RunnerError {
         task: String,
         error: arena_runtime::RuntimeError,
     },
+    /// The evaluator refused the task's derived harness (the construct of the runner it cannot
+    /// follow): the task run goes on with the task's own commands (TaskRun::refused).
+    #[error("arena's evaluator cannot follow the task's runner: {0}")]
+    NotDerivable(String),
     /// The untouched task fails its own gates on this machine: there is nothing to score an
     /// agent against, so the task run ends without a result (and without running the agent).
     #[error(

@@ -26,6 +26,12 @@ pub fn harness_for(dir: &Path, id: &str) -> Option<PathBuf> {
 /// as it was. A task that already names a trusted harness, or has a file of that name, is
 /// refused: nothing is overwritten.
 pub fn add_harness(task: &Path, harness: &Path) -> Result<(), TaskError> {
+    let text = std::fs::read(harness).map_err(|e| TaskError::io(harness, e))?;
+    add_harness_bytes(task, &text)
+}
+
+/// [`add_harness`] with the harness's bytes (a derived harness, written by arena).
+pub fn add_harness_bytes(task: &Path, harness: &[u8]) -> Result<(), TaskError> {
     let config = task.join(CONFIG_FILE);
     let text = std::fs::read_to_string(&config).map_err(|e| TaskError::io(&config, e))?;
     let parsed: serde_norway::Value =
@@ -48,7 +54,7 @@ pub fn add_harness(task: &Path, harness: &Path) -> Result<(), TaskError> {
             "the task already has a file of this name; arena's harness would replace it",
         ));
     }
-    std::fs::copy(harness, &dst).map_err(|e| TaskError::io(harness, e))?;
+    std::fs::write(&dst, harness).map_err(|e| TaskError::io(&dst, e))?;
     let sep = if text.ends_with('\n') || text.is_empty() {
         ""
     } else {

@@ -4,6 +4,7 @@
 
 pub mod config;
 pub mod declarations;
+pub mod derive;
 pub mod digest;
 pub mod discover;
 pub mod error;

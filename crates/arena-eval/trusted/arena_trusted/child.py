@@ -76,6 +76,7 @@ class Child:
         # The kernel writes its output into arguments the evaluator reads back itself
         # (OUTPUT_ARGS): what a call returns is not described.
         self.in_place = False
+        self.returns = False
 
     def map(self, size):
         if self.shm is not None:
@@ -88,6 +89,8 @@ class Child:
         compiled = msg.get("compiled")
         key = (msg["source"], msg["entry"], msg.get("device"), repr(compiled), msg.get("kernel_part"), msg.get("launch"))
         self.in_place = bool(msg.get("in_place"))
+        # A kernel that writes into arguments and returns an output too (`returns`): both read.
+        self.returns = bool(msg.get("returns"))
         if self.fn is not None and getattr(self, "loaded", None) == key:
             return {}
         import entry  # noqa: E402  (the evaluator's own, beside this file: see __init__)
@@ -128,7 +131,7 @@ class Child:
                 off, n = call["in"]
                 args = self.wire.decode_all(self.shm[off:off + n])
             result = self.fn(*args)
-            if self.in_place:
+            if self.in_place and not self.returns:
                 result = None
             if self.gpu is not None:
                 self.held.append(result)
@@ -158,7 +161,7 @@ class Child:
             with torch.cuda.graph(graph):
                 for call in msg["calls"]:
                     result = self.fn(*self.gpu.args(call["slot"]))
-                    outs.append(None if self.in_place else result)
+                    outs.append(None if self.in_place and not self.returns else result)
             graph.replay()
             self.gpu.synchronize()
             # Capturing emptied torch's cache: an address may now be a new allocation, whose

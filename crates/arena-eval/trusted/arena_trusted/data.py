@@ -97,7 +97,7 @@ class CpuData:
     def confirm(self, plan):
         pass
 
-    def outputs(self, kernel, calls, reply, output_args=None):
+    def outputs(self, kernel, calls, reply, output_args=None, returns=False):
         """Each call's output, decoded from its window (`output_args` is a GPU task's: the
         harness refuses it on a CPU)."""
         out = []

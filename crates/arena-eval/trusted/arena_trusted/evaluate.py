@@ -409,8 +409,12 @@ def main(job_path):
             # The harness and its modules, the device (CUDA context, buffers) and the zygote's
             # imports, which run beside them.
             add_phase(record, "setup", time.monotonic() - t)
-        except (Exception, Deadline):
+        except (Exception, Deadline) as e:
             record["error"] = traceback.format_exc()[-4000:]
+            if type(e).__name__ == "NotDerivable":
+                # A derived harness (derived.py) met a construct of the task's runner it cannot
+                # follow: the runner evaluates the task by its own commands, and says why.
+                record["not_derivable"] = str(e)[:2000]
             with open(os.path.join(out, "gates"), "w") as gates:
                 gates.write("setup 96\n")
             write_json(out, "evaluator.json", record)

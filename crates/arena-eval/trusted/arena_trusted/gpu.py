@@ -69,6 +69,32 @@ def tensor_at(ptr, shape, stride, dtype):
     return t if base is dtype else t.view(dtype)
 
 
+def is_dense(t):
+    """Whether `t` fills its memory without gaps or overlaps, in some order of its dimensions
+    (contiguous, or a transpose of a contiguous tensor: vLLM's conv states, "contiguous along
+    dim"), its first element at the lowest address."""
+    dims = sorted((st, n) for st, n in zip(t.stride(), t.shape) if n != 1)
+    want = 1
+    for st, n in dims:
+        if st != want:
+            return False
+        want *= n
+    return True
+
+
+def dense(t):
+    """`t` as it goes into a slot: with its own strides where it is dense (a kernel may rely on
+    them: the runner made them so), else a contiguous copy."""
+    return t if is_dense(t) else t.contiguous()
+
+
+def _plain(a):
+    """An argument that is not a tensor: a JSON value, or an element type by name."""
+    if "dtype_value" in a:
+        return DTYPES[a["dtype_value"]]
+    return a["value"]
+
+
 def span_bytes(t):
     """Bytes from a tensor's first element to one past its last."""
     if t.numel() == 0:
@@ -123,7 +149,7 @@ class ChildSide:
             chunk, k = divmod(slot, self.per_chunk)
             base = self.pools[chunk] + k * self.slot_bytes
             self.slots[slot] = tuple(
-                a["value"] if "value" in a else tensor_at(base + a["offset"], a["shape"], a["stride"], DTYPES[a["dtype"]])
+                _plain(a) if "offset" not in a else tensor_at(base + a["offset"], a["shape"], a["stride"], DTYPES[a["dtype"]])
                 for a in self.layout
             )
         return self.slots[slot]
@@ -235,9 +261,12 @@ class GpuData:
                 if not a.is_cuda:
                     raise TypeError("make_inputs gave a tensor that is not on the GPU")
                 off = (off + ALIGN - 1) // ALIGN * ALIGN
-                c = a.contiguous()
+                c = dense(a)
                 layout.append({"offset": off, "shape": list(c.shape), "stride": list(c.stride()), "dtype": _name(c.dtype), "bytes": span_bytes(c)})
                 off += span_bytes(c)
+            elif isinstance(a, torch.dtype):
+                # An element type as an argument (vLLM's matmuls take their output's): by name.
+                layout.append({"dtype_value": _name(a)})
             else:
                 layout.append({"value": a})
         return layout, (off + ALIGN - 1) // ALIGN * ALIGN or ALIGN
@@ -246,7 +275,7 @@ class GpuData:
         layout, slot_bytes = self._layout(args)
         # Arguments by value are part of the layout the kernel process reads them from: a
         # batch whose values differ (another configuration's) needs a layout of its own.
-        key = repr([(x.get("shape"), x.get("dtype"), x.get("value")) for x in layout])
+        key = repr([(x.get("shape"), x.get("stride"), x.get("dtype"), x.get("value"), x.get("dtype_value")) for x in layout])
         slots = max(n, -(-2 * self.l2 // slot_bytes), 2)
         st = self.state.get(kernel.role)
         if st and st["key"] == key and st["slots"] >= slots:
@@ -327,14 +356,18 @@ class GpuData:
 
     def stage(self, kernel, calls, args_list):
         """What `fill` copies, worked out before the device is watched: each tensor argument
-        made contiguous (which may take a kernel of torch's) and where it goes."""
+        made dense (which may take a kernel of torch's) and where it goes."""
         st = self.state[kernel.role]
         self._staged = []
         for call, args in zip(calls, args_list):
             base = self._slot_base(st, call["slot"])
             for a, x in zip(args, st["layout"]):
                 if isinstance(a, torch.Tensor):
-                    c = a.contiguous()
+                    c = dense(a)
+                    if list(c.stride()) != x["stride"]:
+                        # The slot was laid out for another call's strides (the harness made
+                        # this call's argument another way): its bytes would land out of order.
+                        raise ValueError(f"an argument's strides {list(c.stride())} differ from its slot's {x['stride']}")
                     if c.numel():
                         self._staged.append((base + x["offset"], c, c.numel() * c.element_size()))
 
@@ -380,13 +413,21 @@ class GpuData:
     def confirm(self, plan):
         self.samples.confirm(plan)
 
-    def outputs(self, kernel, calls, reply, output_args=None):
+    def outputs(self, kernel, calls, reply, output_args=None, returns=False):
         """Each call's output: what the kernel process described (its own memory, opened
         here), or, where the kernel writes into its arguments (`output_args`), those
         arguments as they are now in the call's slot of the evaluator's own pool (whatever
-        the kernel process says is not read)."""
+        the kernel process says of them is not read); with `returns` as well, each call's
+        output is (what it returned, those arguments)."""
         if output_args:
-            return [self.in_slot(kernel, c["slot"], output_args) for c in calls]
+            written = [self.in_slot(kernel, c["slot"], output_args) for c in calls]
+            if not returns:
+                return written
+            return list(zip(self._described(kernel, calls, reply), written))
+        return self._described(kernel, calls, reply)
+
+    def _described(self, kernel, calls, reply):
+        """What each call returned, as the kernel process described it (checked: described)."""
         items = reply.get("outputs", [])
         if len(items) != len(calls):
             raise ValueError(f"{len(items)} outputs for {len(calls)} calls")

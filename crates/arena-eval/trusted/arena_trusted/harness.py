@@ -16,7 +16,8 @@ those arguments, which the evaluator reads from its own input slots after each b
 the call returns is then ignored; the reference is given copies of them); optionally
 KERNEL_PART, for a SOURCE that holds the kernel above a rule and its tests below
 (AgentKernelArena's rocmbench files): the kernel process runs only the kernel part; and
-optionally LAUNCH, for an ENTRY that is a bare `@triton.jit` kernel: each call's first
+optionally RETURNS, for a kernel that writes into OUTPUT_ARGS and returns an output too (each
+call's output is then the pair); and optionally LAUNCH, for an ENTRY that is a bare `@triton.jit` kernel: each call's first
 argument is {"grid": [...], "meta": {...}} and the call is ENTRY[grid](*rest, **meta)
 (entry.py; it writes into arguments, so LAUNCH needs OUTPUT_ARGS). Only the evaluator imports
 it; kernel processes cannot read it.
@@ -128,10 +129,19 @@ class Harness:
         if self.device == "cuda":
             default = tensor_check(getattr(m, "ATOL", 1e-5), getattr(m, "RTOL", 1e-5))
         self.check = getattr(m, "check", default)
+        self.make_case = getattr(m, "make_case", None)
+        # What the harness found out about the task itself (a derived one: derived.py), said
+        # in the evaluation's warnings.
+        self.warnings = [str(w) for w in getattr(m, "WARNINGS", [])]
         self.compiled_baseline = compiled_options(m, path)
         self.output_args = output_args(m, path, self.device)
         self.kernel_part = bool(getattr(m, "KERNEL_PART", False))
         self.launch = bool(getattr(m, "LAUNCH", False))
+        # RETURNS: a kernel that writes into OUTPUT_ARGS and returns an output as well; each
+        # call's output is then (what it returned, the arguments written).
+        self.returns = bool(getattr(m, "RETURNS", False))
+        if self.returns and not self.output_args:
+            raise ValueError(f"{path}: RETURNS (an output returned beside the arguments written) needs OUTPUT_ARGS")
         if self.launch and not self.output_args:
             raise ValueError(f"{path}: LAUNCH (ENTRY a bare Triton kernel, which returns nothing) needs OUTPUT_ARGS")
         self.path = path

@@ -38,7 +38,7 @@ class Session:
         # Where each batch's outputs are sampled (samples.py): drawn apart from the order.
         self.sample_rng = random.Random(self._seed("samples"))
         self.counter = 0
-        self.warnings = []
+        self.warnings = list(getattr(harness, "warnings", []))
         # Per configuration: whether its reference changes an argument in place (fresh()).
         self.mutates = {}
         t = job["timeouts"]
@@ -61,6 +61,11 @@ class Session:
         """Arguments never used before, from the secret seed, and the reference output."""
         self.counter += 1
         seed = self._seed(purpose, i, self.counter)
+        if getattr(self.h, "make_case", None) is not None:
+            # A harness that makes a call's inputs and its expected output in one step (a
+            # derived one: derived.py); the reference never sees the arguments it gives.
+            args, want = self.h.make_case(self.configs[i][0], seed, purpose)
+            return tuple(args), want
         args = tuple(self.h.make_inputs(self.configs[i][0], seed))
         if self.h.output_args:
             self.h.check_output_args(args)
@@ -140,7 +145,7 @@ class Session:
             if graph:
                 reply = {"outputs": described}
             elapsed = self.data.settle(elapsed, plan)
-            outs = self.data.outputs(kernel, calls, reply, self.h.output_args)
+            outs = self.data.outputs(kernel, calls, reply, self.h.output_args, getattr(self.h, "returns", False))
         except (KernelFailed, GuardError):
             raise
         except Exception as e:  # what the kernel process handed back does not hold up
@@ -183,6 +188,8 @@ class Session:
             msg["compiled"] = k.compiled
         if self.h.output_args:
             msg["in_place"] = True
+        if getattr(self.h, "returns", False):
+            msg["returns"] = True
         if self.h.kernel_part:
             msg["kernel_part"] = True
         if self.h.launch:

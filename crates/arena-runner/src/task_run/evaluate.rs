@@ -20,7 +20,7 @@ use super::self_reported::SelfReportedRun;
 use super::trusted::TrustedRun;
 use super::TaskRun;
 use crate::device_state;
-use crate::error::Result;
+use crate::error::{Result, RunnerError};
 use arena_eval::trusted::{Role, BASELINE, CANDIDATE};
 
 /// One evaluation and the container that produced it.
@@ -307,14 +307,22 @@ impl TaskRun<'_> {
         } else {
             &[BASELINE]
         };
-        let t = self
+        let t = match self
             .trusted(TrustedRun {
                 phase,
                 roles,
                 candidate: staged,
                 hidden: None,
             })
-            .await?;
+            .await
+        {
+            // The derived harness was refused: this phase, and the rest of the task run,
+            // by the task's own commands (trusted_harness() is None from now on).
+            Err(RunnerError::NotDerivable(_)) => {
+                return Box::pin(self.evaluate_kernels_unwatched(phase, staged, event)).await
+            }
+            r => r?,
+        };
         let timeouts = GateTimeouts::for_task(&self.task.config);
         let note = timeout_note(&t.outcome, timeouts.total());
         let how = Reading {

@@ -132,6 +132,10 @@ pub(crate) struct TaskRun<'a> {
     pub image: ImageRef,
     pub env: Vec<String>,
     pub gpu: &'a Gpu,
+    /// Set where the evaluator refused the task's derived harness (a construct of its runner
+    /// that arena cannot follow, found only when it ran): the task run goes on self-reported,
+    /// and this says why.
+    pub refused: std::sync::OnceLock<String>,
 }
 
 impl TaskRun<'_> {
@@ -216,6 +220,7 @@ impl RunContext {
             image,
             env,
             gpu,
+            refused: Default::default(),
         };
         let t = Instant::now();
         let baseline = run.baseline().await?;
@@ -265,6 +270,7 @@ impl RunContext {
             image,
             env,
             gpu,
+            refused: Default::default(),
         };
         let t = Instant::now();
         let unseen = run.unseen(None).await?;
@@ -289,6 +295,7 @@ impl RunContext {
             image,
             env,
             gpu,
+            refused: Default::default(),
         };
         let staged = run.restage()?;
         let unseen = run.unseen(staged.as_deref()).await;

@@ -147,6 +147,7 @@ impl TaskRun<'_> {
         result.trust = if self.trusted_harness().is_some() {
             Trust::Trusted
         } else {
+            result.trust_reason = self.trust_reason();
             Trust::SelfReported
         };
         if self.trusted_harness().is_none() && result.candidate.correct() {
@@ -241,6 +242,7 @@ impl TaskRun<'_> {
         result.trust = if self.trusted_harness().is_some() {
             Trust::Trusted
         } else {
+            result.trust_reason = self.trust_reason();
             Trust::SelfReported
         };
         result.unseen = unseen;

@@ -169,9 +169,21 @@ pub(crate) fn evaluator_config(
 }
 
 impl TaskRun<'_> {
-    /// The task's trusted harness, if it has one.
+    /// The task's trusted harness, if it has one (and the evaluator has not refused it).
     pub(crate) fn trusted_harness(&self) -> Option<&str> {
+        if self.refused.get().is_some() {
+            return None;
+        }
         self.task.config.trusted_harness.as_deref()
+    }
+
+    /// Why a result of this task run is self-reported: the evaluator's refusal of its derived
+    /// harness, else what arena_task::derive says of the task.
+    pub(crate) fn trust_reason(&self) -> Option<String> {
+        if let Some(r) = self.refused.get() {
+            return Some(format!("the evaluator refused the derived harness: {r}"));
+        }
+        arena_task::derive::trust_of(&self.task.dir, &self.task.config).reason
     }
 
     pub(crate) async fn trusted(&self, r: TrustedRun<'_>) -> Result<TrustedOut> {
@@ -230,6 +242,12 @@ impl TaskRun<'_> {
             .await?;
         let out = ed.out;
         let record = read_record(&out);
+        if let Some(why) = record.get("not_derivable").and_then(|e| e.as_str()) {
+            // Found only when the runner ran: the task goes on with its own commands.
+            tracing::warn!(task = %self.item.label(), "derived harness refused: {why}");
+            let _ = self.refused.set(why.to_string());
+            return Err(RunnerError::NotDerivable(why.to_string()));
+        }
         if let Some(e) = record.get("error").and_then(|e| e.as_str()) {
             return Err(RunnerError::Other(format!(
                 "{}: arena's evaluator could not evaluate ({}): {}",

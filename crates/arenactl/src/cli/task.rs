@@ -46,6 +46,10 @@ pub enum TaskCommand {
         /// config.yaml, so that arena's evaluator times it from outside.
         #[arg(long, value_name = "DIR")]
         harnesses: Option<PathBuf>,
+        /// Write no derived harness: a task without one of arena's stays self-reported, and
+        /// the copies are byte for byte what AgentKernelArena's own materializer writes.
+        #[arg(long)]
+        no_derive: bool,
         #[arg(required = true, value_name = "DIR")]
         dirs: Vec<PathBuf>,
         #[command(flatten)]

@@ -6,6 +6,8 @@ use anyhow::Context;
 use arena_task::{discover, task_digest, FoundTask, Task, TaskErrors};
 use serde::Serialize;
 
+use arena_task::derive::{trust_of, TrustLevel};
+
 use super::{print_json, Outcome};
 use crate::cli::TaskCommand;
 
@@ -19,9 +21,17 @@ pub fn run(cmd: TaskCommand) -> anyhow::Result<Outcome> {
             aka_root,
             out,
             harnesses,
+            no_derive,
             dirs,
             json,
-        } => super::materialize::run(&aka_root, &out, harnesses.as_deref(), &dirs, json.json),
+        } => super::materialize::run(
+            &aka_root,
+            &out,
+            harnesses.as_deref(),
+            !no_derive,
+            &dirs,
+            json.json,
+        ),
         TaskCommand::Import {
             format: crate::cli::ImportFormat::Kernelbench,
             dir,
@@ -55,6 +65,9 @@ struct ListEntry {
     dir: PathBuf,
     task_type: Option<String>,
     source_files: usize,
+    /// The trust a run of the task gets (arena_task::derive::trust_of).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    trust: Option<TrustLevel>,
     #[serde(skip_serializing_if = "Option::is_none")]
     error: Option<String>,
 }
@@ -71,6 +84,7 @@ fn list(dirs: &[PathBuf], json: bool) -> anyhow::Result<Outcome> {
                     dir,
                     task_type: None,
                     source_files: 0,
+                    trust: None,
                     error: Some(e),
                 });
             }
@@ -84,6 +98,7 @@ fn list(dirs: &[PathBuf], json: bool) -> anyhow::Result<Outcome> {
                         Ok(task) => ListEntry {
                             id: t.id,
                             dir: t.dir,
+                            trust: Some(trust_of(&task.dir, &task.config)),
                             task_type: Some(task.config.task_type.0),
                             source_files: task.config.source_file_path.len(),
                             error: None,
@@ -93,6 +108,7 @@ fn list(dirs: &[PathBuf], json: bool) -> anyhow::Result<Outcome> {
                             dir: t.dir,
                             task_type: None,
                             source_files: 0,
+                            trust: None,
                             error: Some(
                                 e.0.len().to_string() + " error(s); run `arenactl task validate`",
                             ),
@@ -106,14 +122,15 @@ fn list(dirs: &[PathBuf], json: bool) -> anyhow::Result<Outcome> {
         print_json(&entries)?;
     } else {
         let w = entries.iter().map(|e| e.id.len()).max().unwrap_or(0).max(2);
-        println!("{:<w$}  {:<16}  SOURCES", "ID", "TYPE");
+        println!("{:<w$}  {:<16}  SOURCES  TRUST", "ID", "TYPE");
         for e in &entries {
             match &e.error {
                 None => println!(
-                    "{:<w$}  {:<16}  {}",
+                    "{:<w$}  {:<16}  {:<7}  {}",
                     e.id,
                     e.task_type.as_deref().unwrap_or(""),
-                    e.source_files
+                    e.source_files,
+                    e.trust.as_ref().map(trust_text).unwrap_or_default()
                 ),
                 Some(err) if e.id.is_empty() => eprintln!("error: {err}"),
                 Some(err) => println!("{:<w$}  {:<16}  invalid: {err}", e.id, "?"),
@@ -153,6 +170,16 @@ struct ShowOutput<'a> {
     #[serde(flatten)]
     task: &'a Task,
     digest: String,
+    trust: TrustLevel,
+}
+
+/// `trusted (derived)`, or `self_reported: <why>`.
+fn trust_text(t: &TrustLevel) -> String {
+    match (t.harness, &t.reason) {
+        (Some(h), _) => format!("{} ({})", t.level, h.as_str()),
+        (None, Some(r)) => format!("{}: {r}", t.level),
+        (None, None) => t.level.to_string(),
+    }
 }
 
 fn show(id: &str, root: &Path, json: bool) -> anyhow::Result<Outcome> {
@@ -163,6 +190,7 @@ fn show(id: &str, root: &Path, json: bool) -> anyhow::Result<Outcome> {
         print_json(&ShowOutput {
             task: &task,
             digest: digest.to_string(),
+            trust: trust_of(&task.dir, &task.config),
         })?;
         return Ok(Outcome::Ok);
     }
@@ -209,6 +237,7 @@ fn show_text(task: &Task, digest: &str) -> String {
     line("target kernels", list(&c.target_kernel_functions));
     line("harness", opt(&c.harness_path));
     line("trusted harness", opt(&c.trusted_harness));
+    line("trust", trust_text(&trust_of(&task.dir, c)));
     line("compile", c.compile_command.join(" && "));
     line("correctness", c.correctness_command.join(" && "));
     line("performance", c.performance_command.join(" && "));
