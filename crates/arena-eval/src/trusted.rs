@@ -78,6 +78,7 @@ files!(
     "clean.py",
     "data.py",
     "derived.py",
+    "derived_check.py",
     "driver.py",
     "entry.py",
     "evaluate.py",

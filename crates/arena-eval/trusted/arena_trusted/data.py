@@ -85,7 +85,7 @@ class CpuData:
     def disarm(self, kernel, failing=False):
         pass
 
-    def plan(self, kernel, calls, described, rng, output_args):
+    def plan(self, kernel, calls, described, rng, output_args, returns=False):
         return None
 
     def probe(self, kernel, plan, reply):

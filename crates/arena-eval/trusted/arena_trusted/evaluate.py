@@ -368,8 +368,12 @@ def evaluate_into(job, harness, data, configs, hidden, roles, out, record, zygot
     except (KernelFailed, Deadline) as e:
         record["error"] = str(e)
         gates.write("setup 96\n")
-    except Exception:
+    except Exception as e:
         record["error"] = traceback.format_exc()[-4000:]
+        if type(e).__name__ == "NotDerivable":
+            # Met while the gates ran (a configuration the runner cannot be followed on):
+            # the runner falls back to the task's own commands, as at setup.
+            record["not_derivable"] = str(e)[:2000]
         gates.write("setup 96\n")
     finally:
         gates.close()

@@ -392,8 +392,8 @@ class GpuData:
             return ptr, True
         return self.maps.open(h), False
 
-    def plan(self, kernel, calls, described, rng, output_args):
-        return self.samples.plan(kernel, calls, described, rng, output_args)
+    def plan(self, kernel, calls, described, rng, output_args, returns=False):
+        return self.samples.plan(kernel, calls, described, rng, output_args, returns)
 
     def probe(self, kernel, plan, reply):
         self.samples.probe(kernel, plan, reply)

@@ -98,7 +98,9 @@ class Tracker(TorchFunctionMode):
             self.compares.append(Compare(func, self.template(args), {}, expect=value))
             return value
         if getattr(func, "__name__", "") in ("item", "tolist", "__index__", "__int__", "__float__"):
-            self.followed_out.append(getattr(func, "__name__", "?"))
+            # The value leaves torch: what the runner does with it is not followed. The
+            # outputs it came from are named, so that one compared only this way is refused.
+            self.followed_out.append((getattr(func, "__name__", "?"), _roots_in(self.template(args))))
             return func(*args, **kwargs)
         inplace = _inplace(func) and bool(args) and isinstance(args[0], torch.Tensor)
         before = None
@@ -181,6 +183,26 @@ def _value(t, roots, cache):
     return t
 
 
+def _roots_in(t):
+    keys = set()
+
+    def walk(x):
+        if isinstance(x, Root):
+            keys.add(x.key)
+        elif isinstance(x, Op):
+            walk(x.args)
+            walk(x.kwargs)
+        elif isinstance(x, (list, tuple)):
+            for v in x:
+                walk(v)
+        elif isinstance(x, dict):
+            for v in x.values():
+                walk(v)
+
+    walk(t)
+    return keys
+
+
 def constants(compares):
     """The values the comparisons hold that are not the kernel's (the reference, mostly):
     what tells one input's expected output from another's."""
@@ -208,23 +230,8 @@ def constants(compares):
 def roots_of(compares):
     """The output keys the comparisons read."""
     keys = set()
-
-    def walk(t):
-        if isinstance(t, Root):
-            keys.add(t.key)
-        elif isinstance(t, Op):
-            walk(t.args)
-            walk(t.kwargs)
-        elif isinstance(t, (list, tuple)):
-            for v in t:
-                walk(v)
-        elif isinstance(t, dict):
-            for v in t.values():
-                walk(v)
-
     for c in compares:
-        walk(c.args)
-        walk(c.kwargs)
+        keys |= _roots_in((c.args, c.kwargs))
     return keys
 
 
@@ -280,16 +287,23 @@ def _dtype_of(args):
     return None
 
 
-def partly_compared(compares):
+# Ops that pick elements without changing them: an argument the kernel writes, compared through
+# these, is compared element for element (both kernels start from the same copy of it).
+_SELECT = {"__getitem__", "select", "narrow", "index_select", "gather", "masked_select", "take", "diagonal"}
+
+
+def partly_compared(compares, select_ok=False):
     """Output keys the runner compares only in part or through arithmetic (a slice, a sum, a
-    difference tested for its truth value) rather than whole, or not with a tolerance."""
+    difference tested for its truth value) rather than whole, or not with a tolerance;
+    `select_ok`: a selection of elements counts as whole (arguments written)."""
     whole, partial = set(), set()
+    allowed = _WHOLE | _SELECT if select_ok else _WHOLE
 
     def walk(t, kept):
         if isinstance(t, Root):
             (whole if kept else partial).add(t.key)
         elif isinstance(t, Op):
-            keep = kept and getattr(t.func, "__name__", "") in _WHOLE and t.index is None and not t.inplace
+            keep = kept and getattr(t.func, "__name__", "") in allowed and t.index is None and not t.inplace
             walk(t.args, keep)
             walk(t.kwargs, keep)
         elif isinstance(t, (list, tuple)):

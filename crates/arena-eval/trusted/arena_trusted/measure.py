@@ -130,7 +130,7 @@ class Session:
         else:
             request = {"op": "run", "calls": calls}
         try:
-            plan = self.data.plan(kernel, calls, described, self.sample_rng, self.h.output_args)
+            plan = self.data.plan(kernel, calls, described, self.sample_rng, self.h.output_args, getattr(self.h, "returns", False))
             self.data.stage(kernel, calls, args)
             self.data.arm(kernel)
             failing = True

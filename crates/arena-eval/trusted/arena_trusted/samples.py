@@ -30,13 +30,20 @@ class Samples:
         self.data = data
         self.count = max(1, min(int(count), 1024))
 
-    def plan(self, kernel, calls, described, rng, output_args):
+    def plan(self, kernel, calls, described, rng, output_args, returns=False):
         """The batch's sample drawn now, before it is sent: for each word a call and a place
-        among its output bytes (a fraction of them), and, where already known, its address."""
+        among its output bytes (a fraction of them), and, where already known, its address.
+        A kernel that writes arguments and returns outputs too (`returns`) has both sampled:
+        work on either left until after the answer is deferred work."""
         picks = [(rng.randrange(len(calls)), rng.random()) for _ in range(self.count)]
         plan = {"picks": picks, "calls": calls, "addrs": None, "words": None, "wait_s": 0.0}
         if output_args:
             plan["addrs"] = self._addresses(picks, [self._slot_spans(kernel, c, output_args) for c in calls])
+            if returns:
+                plan["returned"] = [(rng.randrange(len(calls)), rng.random()) for _ in range(self.count)]
+                if described is not None:
+                    self.data.maps.begin_batch()
+                    plan["addrs"] += self._addresses(plan.pop("returned"), self._reply_spans(kernel, calls, described))
         elif described is not None:
             self.data.maps.begin_batch()
             plan["addrs"] = self._addresses(picks, self._reply_spans(kernel, calls, described))
@@ -50,6 +57,10 @@ class Samples:
             self.data.maps.begin_batch()
             spans = self._reply_spans(kernel, plan["calls"], reply.get("outputs", []))
             plan["addrs"] = self._addresses(plan["picks"], spans)
+        elif plan.get("returned"):
+            self.data.maps.begin_batch()
+            spans = self._reply_spans(kernel, plan["calls"], reply.get("outputs", []))
+            plan["addrs"] = plan["addrs"] + self._addresses(plan.pop("returned"), spans)
         addrs = plan["addrs"] or [self.data.guard.own_word]
         t0 = time.perf_counter()
         plan["words"] = self.data.guard.gather(addrs)
