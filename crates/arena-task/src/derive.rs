@@ -68,22 +68,21 @@ pub fn derive(dir: &Path, config: &TaskConfig) -> Result<Derivation, NotDerivabl
             ),
         ));
     }
-    if let Some(cmd) = config.correctness_command.first() {
-        let words = shlex::split(cmd).unwrap_or_default();
-        if words
-            .iter()
-            .any(|w| w == "pytest" || w.ends_with("/pytest"))
-        {
-            let file = words
-                .iter()
-                .find(|w| w.ends_with(".py"))
-                .cloned()
-                .unwrap_or_default();
-            return Err(nd(
-                &dir.join(&file),
-                "its tests run under pytest (correctness_command); derived harnesses follow a runner's run_correctness() (vLLM's form), not pytest tests",
-            ));
-        }
+    // The words of the first correctness command: the runner it runs (or pytest's file).
+    let words = config
+        .correctness_command
+        .first()
+        .and_then(|c| shlex::split(c))
+        .unwrap_or_default();
+    let py_file = words.iter().find(|w| w.ends_with(".py")).cloned();
+    if words
+        .iter()
+        .any(|w| w == "pytest" || w.ends_with("/pytest"))
+    {
+        return Err(nd(
+            &dir.join(py_file.unwrap_or_default()),
+            "its tests run under pytest (correctness_command); derived harnesses follow a runner's run_correctness() (vLLM's form), not pytest tests",
+        ));
     }
     let [source] = config.source_file_path.as_slice() else {
         return Err(nd(
@@ -94,7 +93,7 @@ pub fn derive(dir: &Path, config: &TaskConfig) -> Result<Derivation, NotDerivabl
             ),
         ));
     };
-    let runner = runner_of(config).ok_or_else(|| {
+    let runner = py_file.ok_or_else(|| {
         nd(&config_file, "correctness_command runs no Python file (`python3 scripts/task_runner.py correctness`)")
     })?;
     let path = dir.join(&runner);
@@ -107,12 +106,6 @@ pub fn derive(dir: &Path, config: &TaskConfig) -> Result<Derivation, NotDerivabl
         entry,
         cases,
     })
-}
-
-/// The Python file the first correctness command runs.
-fn runner_of(config: &TaskConfig) -> Option<String> {
-    let words = shlex::split(config.correctness_command.first()?)?;
-    words.into_iter().find(|w| w.ends_with(".py"))
 }
 
 /// The entry and the list of configurations of a runner's `run_correctness()`.
@@ -177,7 +170,8 @@ fn read_runner(path: &Path, text: &str) -> Result<(String, String), NotDerivable
         regex::escape(&module_var)
     ))
     .unwrap();
-    let mut entries: Vec<String> = call.captures_iter(body).map(|c| c[1].to_string()).collect();
+    let called: Vec<String> = call.captures_iter(body).map(|c| c[1].to_string()).collect();
+    let mut entries = called.clone();
     entries.sort();
     entries.dedup();
     let entry = match entries.as_slice() {
@@ -190,7 +184,7 @@ fn read_runner(path: &Path, text: &str) -> Result<(String, String), NotDerivable
             ))
         }
     };
-    let calls = call_count(body, &module_var, &entry);
+    let calls = called.iter().filter(|c| **c == entry).count();
     if calls > 1 {
         return Err(nd(
             path,
@@ -213,18 +207,6 @@ fn read_runner(path: &Path, text: &str) -> Result<(String, String), NotDerivable
         ));
     }
     Ok((entry, cases))
-}
-
-/// How many times `body` calls `var.entry(`.
-fn call_count(body: &str, var: &str, entry: &str) -> usize {
-    Regex::new(&format!(
-        r"\b{}\.{}\s*\(",
-        regex::escape(var),
-        regex::escape(entry)
-    ))
-    .unwrap()
-    .find_iter(body)
-    .count()
 }
 
 /// The text of module-level function `name`: from its `def` up to the next line that starts

@@ -29,7 +29,8 @@ import sys
 import torch
 
 import lineage
-from derived_check import Same, Want, bitwise_same, looser, output_name, same_as
+from derived_check import Same, Want, looser, output_name, same_as
+from measure import same_bits
 
 
 class NotDerivable(ValueError):
@@ -373,7 +374,7 @@ class _Recorder:
         if self.discover:
             # Every argument the original changed may be an output; the comparisons say which.
             for j, (a, b) in enumerate(zip(args, before)):
-                if b is not None and not bitwise_same(a, b):
+                if b is not None and not same_bits(a, b):
                     self._root(a, ("arg", j))
         elif self.d.output_args:
             for j in self.d.output_args:

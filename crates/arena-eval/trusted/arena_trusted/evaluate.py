@@ -357,6 +357,16 @@ def run_gates(job, harness, data, configs, hidden, roles, out, gates, record, zy
             signal.pthread_sigmask(signal.SIG_SETMASK, held)
 
 
+def record_failure(record, e):
+    """The evaluator's own failure `e`, in its record. A derived harness (derived.py) that met a
+    construct of the task's runner it cannot follow (at load, or on a configuration while the
+    gates ran) is said apart: the runner then evaluates the task by its own commands, and
+    says why."""
+    record["error"] = traceback.format_exc()[-4000:]
+    if type(e).__name__ == "NotDerivable":
+        record["not_derivable"] = str(e)[:2000]
+
+
 def evaluate_into(job, harness, data, configs, hidden, roles, out, record, zygote=None, kept=None):
     """run_gates with its verdicts in `out/gates`: an evaluation that cannot be carried out
     (a kernel that fails to start, the deadline, the evaluator's own error) is `setup 96`
@@ -369,11 +379,7 @@ def evaluate_into(job, harness, data, configs, hidden, roles, out, record, zygot
         record["error"] = str(e)
         gates.write("setup 96\n")
     except Exception as e:
-        record["error"] = traceback.format_exc()[-4000:]
-        if type(e).__name__ == "NotDerivable":
-            # Met while the gates ran (a configuration the runner cannot be followed on):
-            # the runner falls back to the task's own commands, as at setup.
-            record["not_derivable"] = str(e)[:2000]
+        record_failure(record, e)
         gates.write("setup 96\n")
     finally:
         gates.close()
@@ -414,11 +420,7 @@ def main(job_path):
             # imports, which run beside them.
             add_phase(record, "setup", time.monotonic() - t)
         except (Exception, Deadline) as e:
-            record["error"] = traceback.format_exc()[-4000:]
-            if type(e).__name__ == "NotDerivable":
-                # A derived harness (derived.py) met a construct of the task's runner it cannot
-                # follow: the runner evaluates the task by its own commands, and says why.
-                record["not_derivable"] = str(e)[:2000]
+            record_failure(record, e)
             with open(os.path.join(out, "gates"), "w") as gates:
                 gates.write("setup 96\n")
             write_json(out, "evaluator.json", record)

@@ -183,48 +183,30 @@ def _value(t, roots, cache):
     return t
 
 
+def _leaves(t):
+    """Every output (Root) and every value tensor an expression holds, through its ops and
+    containers."""
+    if isinstance(t, (Root, torch.Tensor)):
+        yield t
+    elif isinstance(t, Op):
+        yield from _leaves(t.args)
+        yield from _leaves(t.kwargs)
+    elif isinstance(t, (list, tuple)):
+        for v in t:
+            yield from _leaves(v)
+    elif isinstance(t, dict):
+        for v in t.values():
+            yield from _leaves(v)
+
+
 def _roots_in(t):
-    keys = set()
-
-    def walk(x):
-        if isinstance(x, Root):
-            keys.add(x.key)
-        elif isinstance(x, Op):
-            walk(x.args)
-            walk(x.kwargs)
-        elif isinstance(x, (list, tuple)):
-            for v in x:
-                walk(v)
-        elif isinstance(x, dict):
-            for v in x.values():
-                walk(v)
-
-    walk(t)
-    return keys
+    return {x.key for x in _leaves(t) if isinstance(x, Root)}
 
 
 def constants(compares):
     """The values the comparisons hold that are not the kernel's (the reference, mostly):
     what tells one input's expected output from another's."""
-    out = []
-
-    def walk(t):
-        if isinstance(t, torch.Tensor):
-            out.append(t)
-        elif isinstance(t, Op):
-            walk(t.args)
-            walk(t.kwargs)
-        elif isinstance(t, (list, tuple)):
-            for v in t:
-                walk(v)
-        elif isinstance(t, dict):
-            for v in t.values():
-                walk(v)
-
-    for c in compares:
-        walk(c.args)
-        walk(c.kwargs)
-    return out
+    return [x for c in compares for x in _leaves((c.args, c.kwargs)) if isinstance(x, torch.Tensor)]
 
 
 def roots_of(compares):

@@ -82,7 +82,7 @@ class Session:
             return args, self.h.reference(*given)
         before = [None if j in copied else _copy(a) for j, a in enumerate(args)]
         want = self.h.reference(*given)
-        changed = [j for j, b in enumerate(before) if b is not None and not _same(b, args[j])]
+        changed = [j for j, b in enumerate(before) if b is not None and not same_bits(b, args[j])]
         self.mutates[i] = bool(changed)
         if changed:
             self.warnings.append(
@@ -441,7 +441,7 @@ def _copy(a):
     return copy.deepcopy(a)
 
 
-def _same(a, b):
+def same_bits(a, b):
     """Whether argument `b` still is what its copy `a` was (bit for bit for a tensor, so
     that a NaN left in place counts as unchanged)."""
     if _tensor(a):

@@ -37,20 +37,25 @@ struct Copied {
     errors: Vec<String>,
 }
 
+/// A written task read back: the task and its digest, or why it is not a valid task.
+fn read_back(dir: &Path, id: &str) -> anyhow::Result<Result<(Task, String), Vec<String>>> {
+    Ok(match Task::load(dir, id) {
+        Ok(t) => Ok((t, task_digest(dir)?.to_string())),
+        Err(e) => Err(e.0.iter().map(|e| e.to_string()).collect()),
+    })
+}
+
 /// A written task read back: its digest, or (None and) why it is not a valid task.
 pub(super) fn digest_or_errors(
     dir: &Path,
     id: &str,
 ) -> anyhow::Result<(Option<String>, Vec<String>)> {
-    Ok(match Task::load(dir, id) {
-        Ok(_) => (Some(task_digest(dir)?.to_string()), Vec::new()),
-        Err(e) => (None, e.0.iter().map(|e| e.to_string()).collect()),
+    Ok(match read_back(dir, id)? {
+        Ok((_, digest)) => (Some(digest), Vec::new()),
+        Err(errors) => (None, errors),
     })
 }
 
-/// The harness `harnesses` holds for task `f`. Harnesses are named by the task's path under
-/// AKA's tasks/ (`aka_tasks`, canonical: the id AKA gives it), whichever directory the task
-/// was given as; a task outside it is looked up by its id here, with a warning.
 /// The task's path under AKA's tasks/ (`aka_tasks`, canonical), where it lies there.
 fn under_aka(aka_tasks: Option<&Path>, f: &FoundTask) -> Option<String> {
     f.dir.canonicalize().ok().and_then(|d| {
@@ -59,6 +64,9 @@ fn under_aka(aka_tasks: Option<&Path>, f: &FoundTask) -> Option<String> {
     })
 }
 
+/// The harness `harnesses` holds for task `f`. Harnesses are named by the task's path under
+/// AKA's tasks/ (`aka_tasks`, canonical: the id AKA gives it), whichever directory the task
+/// was given as; a task outside it is looked up by its id here, with a warning.
 fn harness_of(
     harnesses: &Path,
     aka_root: &Path,
@@ -114,8 +122,10 @@ pub fn run(
                 None if derive_harnesses => derive_harness(&dst)?,
                 None => None,
             };
-        let (digest, errors) = digest_or_errors(&dst, &f.id)?;
-        let task = Task::load(&dst, &f.id).ok();
+        let (task, digest, errors) = match read_back(&dst, &f.id)? {
+            Ok((t, digest)) => (Some(t), Some(digest), Vec::new()),
+            Err(errors) => (None, None, errors),
+        };
         let trust = task.as_ref().map(|t| trust_of(&dst, &t.config));
         let family = match (under_aka(aka_tasks.as_deref(), &f), &task) {
             (Some(rel), _) if rel.matches('/').count() >= 2 => {
