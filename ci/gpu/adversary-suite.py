@@ -177,6 +177,7 @@ def main():
             try:
                 rec = json.load(open(os.path.join(out, "evaluator.json")))
                 s["device_watch"] = rec.get("device_watch")
+                s["outputs_named"] = rec.get("outputs_named")
             except (OSError, ValueError):
                 pass
             if attack == "untouched":
@@ -191,6 +192,8 @@ def main():
             print(f"| {task} | {attack} | {sp} | {rng} | {s['verdict']} | {s['why'][:170]} | {s['wall_s']} s |", flush=True)
             for line in s["said"]:
                 print("    ", line[:200], flush=True)
+            if s.get("outputs_named"):
+                print("     outputs named:", json.dumps(s["outputs_named"]), flush=True)
             with open(path, "w") as f:
                 json.dump(results, f, indent=1)
 

@@ -22,7 +22,7 @@ def _elsewhere(f):
         chunk, j = divmod(s, g.per_chunk)
         if r.numel() * r.element_size() > g.slot_bytes:
             return r
-        t = gpu.tensor_at(g.pools[chunk] + j * g.slot_bytes, list(r.shape), list(r.stride()), r.dtype)
+        t = gpu.tensor_at(g.pools[chunk][0] + j * g.slot_bytes, list(r.shape), list(r.stride()), r.dtype)
         t.copy_(r)
         return t
 

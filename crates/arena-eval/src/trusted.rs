@@ -82,6 +82,7 @@ files!(
     "driver.py",
     "entry.py",
     "evaluate.py",
+    "exports.py",
     "floor.py",
     "gates.py",
     "gpu.py",
@@ -95,6 +96,7 @@ files!(
     "measure.py",
     "samples.py",
     "serve.py",
+    "tensors.py",
     "wire.py",
     "zygote.py",
 );

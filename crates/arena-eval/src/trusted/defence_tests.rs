@@ -162,7 +162,6 @@ class Guard:
 class Data:
     guard = Guard()
     state = {"k": {"layout": [{"offset": 0, "bytes": 400}, {"offset": 512, "bytes": 64}], "slot_bytes": 1024}}
-    maps = types.SimpleNamespace(begin_batch=lambda: None)
     def _slot_base(self, st, slot):
         return 1 << 20 | slot * st["slot_bytes"]
     def described(self, kernel, d, call):
@@ -199,6 +198,110 @@ v = plan(4, output_args=None)
 s.probe(k, v, {"outputs": [{"items": [{"value": 1}]} for _ in calls]})
 assert v["addrs"] == [] and v["words"] == [0]
 s.confirm(v)
+print("ok")
+"#;
+    assert_prints_ok(script);
+}
+
+/// Device memory crosses between the evaluator and a kernel process only as file descriptors
+/// (exports.py, mappings.py, kernel.py; the driver stood in for): a chunk is sent once with
+/// the reply that first names it, and again under a new key where other memory was mapped at
+/// its address; an output spanning chunks names them all; the evaluator maps only keys the
+/// process sent, each set once; a reply that says it sent more than it did fails the kernel.
+#[test]
+fn device_memory_crosses_only_as_descriptors_the_process_sent() {
+    let script = r#"
+import os, socket, sys, types
+sys.path.insert(0, sys.argv[1])
+from exports import Exports
+from mappings import Mappings
+from kernel import Kernel, KernelFailed
+MB = 1 << 20
+class Cu:
+    def __init__(self):
+        self.chunks = {0x1000 * MB: [20 * MB, 1], 0x1000 * MB + 20 * MB: [20 * MB, 2]}
+        self.held, self.imports = {}, []
+    def range_of(self, p):
+        for b, (s, _) in self.chunks.items():
+            if b <= p < b + s:
+                return b, s
+        return p & ~0xFFFF, 0x10000  # cudaMalloc's
+    def retain(self, p):
+        b, _ = self.range_of(p)
+        if b not in self.chunks:
+            return None
+        h = self.chunks[b][1]
+        self.held[h] = self.held.get(h, 0) + 1
+        return h
+    def release(self, h):
+        self.held[h] -= 1
+    def export(self, h):
+        return os.memfd_create(f"chunk{h}")
+    def handle(self, b):
+        return f"legacy{b:x}"
+    def import_fds(self, parts):
+        self.imports.append([s for _, s in parts])
+        return 0x9000 * MB, sum(s for _, s in parts)
+cu = Cu()
+mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+ex = Exports(cu, theirs)
+base = 0x1000 * MB
+ex.begin()
+a = ex.name(base + 64, 100)
+b = ex.name(base + 4096, 100)
+assert a == {"chunks": ["1"], "offset": 64} and b["chunks"] == ["1"], (a, b)
+span = ex.name(base + 19 * MB, 2 * MB)
+assert span == {"chunks": ["1", "2"], "offset": 19 * MB}, span
+assert ex.name(0x5000 * MB + 8, 4) == {"handle": "legacy%x" % (0x5000 * MB), "offset": 8}
+shared = ex.send()
+assert shared == [["1", 20 * MB], ["2", 20 * MB]], shared
+assert cu.held == {1: 1, 2: 1}, cu.held  # one reference per chunk shared, the rest returned
+ex.begin()
+assert ex.name(base, 4) == {"chunks": ["1"], "offset": 0} and ex.send() is None, "a chunk is sent once"
+cu.chunks[base][1] = 7  # torch put other memory at the same address
+ex.begin()
+assert ex.name(base, 4) == {"chunks": ["3"], "offset": 0}
+assert ex.send() == [["3", 20 * MB]] and cu.held[1] == 0 and cu.held[7] == 1
+# The evaluator's side: the descriptors as the reply names them.
+k = Kernel.__new__(Kernel)
+k.role, k.pid, k.sock, k.received = "candidate", 42, mine, {}
+k.sock.settimeout(1)
+k._take_descriptors(shared)
+k._take_descriptors([["3", 20 * MB]])
+assert sorted(k.received) == ["1", "2", "3"]
+maps = Mappings(cu)
+assert maps.chunks(k, ["1", "2"]) == (0x9000 * MB, 40 * MB)
+maps.chunks(k, ["1", "2"])
+assert cu.imports == [[20 * MB, 20 * MB]], "mapped once"
+assert not maps.too_many(k)
+for bad in (["9"], [], "1", [1]):
+    try:
+        maps.chunks(k, bad)
+        raise SystemExit(f"keys {bad!r} were mapped")
+    except ValueError:
+        pass
+try:
+    k._take_descriptors([["4", 20 * MB]])  # said, never sent
+    raise SystemExit("a descriptor that never came was taken")
+except KernelFailed:
+    pass
+for bad in ([["5", -1]], [["5"]], "x", [[5, 2]]):
+    try:
+        k._take_descriptors(bad)
+        raise SystemExit(f"{bad!r} was taken")
+    except KernelFailed:
+        pass
+# More chunks than one socket message carries arrive in several.
+ex.begin()
+for i in range(300):
+    cu.chunks[0x2000 * MB + i * 2 * MB] = [2 * MB, 100 + i]
+    ex.name(0x2000 * MB + i * 2 * MB, 8)
+k._take_descriptors(ex.send())
+assert len(k.received) == 303
+k.drop_shared()
+assert k.received == {}
+ex.forget()
+assert not any(cu.held.values()), cu.held
 print("ok")
 "#;
     assert_prints_ok(script);

@@ -122,12 +122,13 @@ print("ok")
 }
 
 /// The kernels' output allocations the evaluator opened: none is closed while a batch's
-/// outputs are read, however many it spans (600 here, past the limit of 512); those kept
-/// are closed before the next batch, and each handle is opened once while kept.
+/// outputs are read, however many it spans (2 100 here, past the limit of 2 048); each handle
+/// is opened once while kept, and too many kept for a kernel says so (GpuData.after closes
+/// that kernel's then, after the batch's outputs were checked).
 #[test]
 fn a_batchs_output_mappings_stay_open_while_it_is_read() {
     let script = r#"
-import sys
+import sys, types
 sys.path.insert(0, sys.argv[1])
 import mappings
 class Driver:
@@ -135,23 +136,26 @@ class Driver:
         self.live, self.opens = set(), 0
     def open(self, h):
         self.opens += 1
-        self.live.add(h)
-        return h
+        self.live.add(f"{h}#{self.opens}")
+        return f"{h}#{self.opens}"
     def close(self, p):
         self.live.remove(p)
 cu = Driver()
 m = mappings.Mappings(cu)
-m.begin_batch()
-for i in range(600):
-    assert m.open(f"h{i}") == f"h{i}"
-assert len(cu.live) == 600, "a mapping of the batch was closed while it was read"
-assert m.open("h0") == "h0" and cu.opens == 600
-m.begin_batch()
-assert not cu.live and not m.opened
-m.open("a"); m.begin_batch()
-assert cu.live == {"a"}
+k = types.SimpleNamespace(role="candidate", received={})
+other = types.SimpleNamespace(role="baseline", received={})
+m.open(k, "a")
+m.open(other, "a")
+assert not m.too_many(k)
+for i in range(2100):
+    assert m.open(k, f"h{i}") == f"h{i}#{i + 3}"
+assert len(cu.live) == 2102, "a mapping of the batch was closed while it was read"
+assert m.open(k, "h0") == "h0#3" and cu.opens == 2102
+assert m.too_many(k) and not m.too_many(other)
+m.close("candidate")
+assert not m.too_many(k) and cu.live == {"a#2"}, "only that kernel's are closed"
 m.close_all()
-assert not cu.live
+assert not cu.live and not m.opened
 print("ok")
 "#;
     assert_prints_ok(script);

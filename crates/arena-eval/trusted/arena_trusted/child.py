@@ -5,9 +5,10 @@ writable. Nothing it does is trusted: the evaluator times it from outside, check
 output against its own reference, and stops the process between calls. This file only does
 the work of a kernel process; the kernel's code may replace any of it, to no gain.
 
-Arguments: the fds of the requests (length-prefixed JSON), of the replies, and of the shared
-memory where inputs are written and outputs are expected (CPU kernels). A kernel process forked
-by the evaluator's zygote (zygote.py) runs Child(...).serve() with the same three.
+Arguments: the fds of the requests (length-prefixed JSON), of the replies, of the shared
+memory where inputs are written and outputs are expected (CPU kernels), and of a Unix socket
+that carries device memory as file descriptors (GPU kernels: gpu.py). A kernel process forked
+by the evaluator's zygote (zygote.py) runs Child(...).serve() with the same four.
 """
 import mmap
 import os
@@ -62,11 +63,11 @@ class Instances:
 
 
 class Child:
-    def __init__(self, req, rep, shm):
+    def __init__(self, req, rep, shm, sock):
         sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
         import wire  # noqa: E402  (the evaluator's own codec, read-only)
 
-        self.req, self.rep, self.shm_fd = req, rep, shm
+        self.req, self.rep, self.shm_fd, self.sock_fd = req, rep, shm, sock
         self.wire = wire
         self.fn = None
         self.shm = None
@@ -116,7 +117,9 @@ class Child:
         if msg.get("device") == "cuda":
             import gpu  # noqa: E402
 
-            self.gpu = gpu.ChildSide()
+            import socket
+
+            self.gpu = gpu.ChildSide(socket.socket(fileno=self.sock_fd))
         self.loaded = key
         return {}
 
@@ -124,6 +127,8 @@ class Child:
         """Runs every call of the batch; the reply is sent after the last one is done."""
         self.held = []
         outputs = []
+        if self.gpu is not None:
+            self.gpu.begin()
         for call in msg["calls"]:
             if "slot" in call:
                 args = self.gpu.args(call["slot"])
@@ -155,6 +160,7 @@ class Child:
         import torch
 
         self.held, self.graph = [], None
+        self.gpu.begin()
         graph = torch.cuda.CUDAGraph()
         outs = []
         try:
@@ -164,10 +170,10 @@ class Child:
                     outs.append(None if self.in_place and not self.returns else result)
             graph.replay()
             self.gpu.synchronize()
-            # Capturing emptied torch's cache: an address may now be a new allocation, whose
-            # handle is not the one remembered. The outputs stay where they are on every
-            # replay, so they are described here, outside the timed request.
-            self.gpu.segments = {}
+            # Capturing emptied torch's cache: an address may now be other memory than the
+            # one shared. The outputs stay where they are on every replay, so they are
+            # described here, outside the timed request.
+            self.gpu.forget_shared()
             described = [self.gpu.describe(r) for r in outs]
         except Exception as e:
             why = (_error(e).splitlines() or [""])[0]
@@ -202,15 +208,20 @@ class Child:
             elif op == "replay":
                 reply = self.replay(msg)
             elif op == "release":
-                if self.graph is not None:
-                    # The graph's memory goes back to torch: its addresses may come
-                    # back as allocations of their own, with handles of their own.
-                    self.gpu.segments = {}
+                if self.graph is not None or msg.get("unmapped"):
+                    # The graph's memory goes back to torch, or the evaluator no longer maps
+                    # what was sent: the next output is shared anew.
+                    self.gpu.forget_shared()
                 self.held, self.graph = [], None
                 reply = {}
             else:
                 reply = {"error": f"unknown op {op}"}
             reply.setdefault("ok", "error" not in reply)
+            if self.gpu is not None and reply["ok"]:
+                # Memory the outputs lie in, new to the evaluator: sent before the reply.
+                shared = self.gpu.send_shared()
+                if shared:
+                    reply["shared"] = shared
         except BaseException as e:
             reply = {"ok": False, "error": _error(e)}
         return reply
@@ -229,4 +240,4 @@ class Child:
 
 if __name__ == "__main__":
     os.chdir(os.environ.get("HOME", "/"))
-    Child(*(int(a) for a in sys.argv[1:4])).serve()
+    Child(*(int(a) for a in sys.argv[1:5])).serve()

@@ -76,6 +76,11 @@ def child_env(job, role, compiled=False):
     for k in job.get("pass_env", []):
         if k in os.environ:
             env[k] = os.environ[k]
+    # torch's device memory from the virtual memory API, which shares it only by file
+    # descriptor: a process exports nothing another can open by guessing (driver.py). A
+    # setting of the host's own comes first; this one, last, holds.
+    alloc = env.get("PYTORCH_CUDA_ALLOC_CONF")
+    env["PYTORCH_CUDA_ALLOC_CONF"] = f"{alloc},expandable_segments:True" if alloc else "expandable_segments:True"
     if compiled:
         # torch.compile compiles in this process: no pool of worker processes that would
         # outlive the evaluation's timing (and stay behind as the original's user). Its cache
@@ -342,6 +347,8 @@ def run_gates(job, harness, data, configs, hidden, roles, out, gates, record, zy
             # What the device did while every kernel process was stopped (gpu_guard.py): the
             # latest gap, start and stop of any watched stretch of this evaluator, in us.
             record["device_watch"] = dict(watched)
+        if getattr(data, "named", None):
+            record["outputs_named"] = data.named
         # Every kernel is closed whatever the alarm does meanwhile (closing is bounded): the
         # deadline is held until they are, and raised then.
         held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM})

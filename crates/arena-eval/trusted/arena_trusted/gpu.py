@@ -1,10 +1,11 @@
 """GPU kernels: inputs in device memory the evaluator owns, shared with one kernel process
-through CUDA IPC; outputs in device memory the kernel process owns, opened by the evaluator
-the moment the batch is answered and checked there (or, for a kernel that writes into its
-arguments, OUTPUT_ARGS, read from the call's own slot).
+by file descriptor; outputs in device memory the kernel process owns, sent the same way and
+mapped by the evaluator the moment the batch is answered and checked there (or, for a kernel
+that writes into its arguments, OUTPUT_ARGS, read from the call's own slot). driver.py says
+why no memory is shared by IPC handle.
 
-Each kernel process gets a pool of its own (allocated with cuMemAlloc, so an IPC handle
-shares nothing else; in chunks of at most CHUNK bytes, each its own allocation and handle),
+Each kernel process gets a pool of its own (the virtual memory API's, so its descriptor
+shares nothing else; in chunks of at most CHUNK bytes, each its own allocation),
 cut into slots; a batch's calls take consecutive slots, each filled with fresh arguments
 while the process is stopped, and the slots rotate over at least twice the L2 cache, so
 every call reads its inputs from memory, as a kernel in a model would. A batch holds at most
@@ -12,128 +13,50 @@ POOL_MAX bytes of inputs (and a share of the free memory): large shapes get fewe
 The CUDA driver API is called through ctypes; tensors over raw device memory are made with
 __cuda_array_interface__.
 """
+import os
+
 import torch
 
 from driver import CudaError, Driver  # noqa: F401  (kernel processes and tools name them here)
 from gpu_errors import DeferredWork, DeviceBusy  # noqa: F401  (named here by tools)
+from exports import Exports
 from gpu_guard import Guard
 from mappings import Mappings
 from samples import Samples
+from tensors import DTYPES, _name, _plain, dense, is_dense, span_bytes, tensor_at  # noqa: F401  (tools name them here)
 
 ALIGN = 512
 CHUNK = 1 << 30
 POOL_MAX = 4 << 30
-# Element types crossing as themselves; others (bfloat16, fp8) cross as an integer type of
-# their size and are viewed back.
-_CAI = {
-    torch.float32: "<f4",
-    torch.float64: "<f8",
-    torch.float16: "<f2",
-    torch.int8: "|i1",
-    torch.uint8: "|u1",
-    torch.int16: "<i2",
-    torch.int32: "<i4",
-    torch.int64: "<i8",
-    torch.bool: "|b1",
-}
-_BY_SIZE = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
-DTYPES = {str(d).replace("torch.", ""): d for d in list(_CAI) + [torch.bfloat16]}
-for _name in ("float8_e4m3fn", "float8_e5m2"):
-    if hasattr(torch, _name):
-        DTYPES[_name] = getattr(torch, _name)
-
-
-class _Cai:
-    def __init__(self, ptr, shape, strides_bytes, typestr):
-        self.__cuda_array_interface__ = {
-            "shape": tuple(shape),
-            "strides": tuple(strides_bytes),
-            "typestr": typestr,
-            "data": (ptr, False),
-            "version": 3,
-        }
-
-
-def tensor_at(ptr, shape, stride, dtype):
-    """A tensor over device memory at `ptr` (no copy, not owned)."""
-    item = torch.empty((), dtype=dtype).element_size()
-    typestr = _CAI.get(dtype)
-    base = dtype if typestr else _BY_SIZE[item]
-    typestr = typestr or _CAI[base]
-    strides = [s * item for s in stride]
-    if not shape:
-        shape, strides = (1,), (item,)
-        t = torch.as_tensor(_Cai(ptr, shape, strides, typestr), device="cuda").reshape(())
-    else:
-        t = torch.as_tensor(_Cai(ptr, shape, strides, typestr), device="cuda")
-    return t if base is dtype else t.view(dtype)
-
-
-def is_dense(t):
-    """Whether `t` fills its memory without gaps or overlaps, in some order of its dimensions
-    (contiguous, or a transpose of a contiguous tensor: vLLM's conv states, "contiguous along
-    dim"), its first element at the lowest address."""
-    dims = sorted((st, n) for st, n in zip(t.stride(), t.shape) if n != 1)
-    want = 1
-    for st, n in dims:
-        if st != want:
-            return False
-        want *= n
-    return True
-
-
-def dense(t):
-    """`t` as it goes into a slot: with its own strides where it is dense (a kernel may rely on
-    them: the runner made them so), else a contiguous copy."""
-    return t if is_dense(t) else t.contiguous()
-
-
-def _plain(a):
-    """An argument that is not a tensor: a JSON value, or an element type by name."""
-    if "dtype_value" in a:
-        return DTYPES[a["dtype_value"]]
-    return a["value"]
-
-
-def span_bytes(t):
-    """Bytes from a tensor's first element to one past its last."""
-    if t.numel() == 0:
-        return 0
-    last = sum((n - 1) * s for n, s in zip(t.shape, t.stride()))
-    return (last + 1) * t.element_size()
-
-
-def _name(dtype):
-    return str(dtype).replace("torch.", "")
 
 
 class ChildSide:
-    """In the kernel process: the pool, the slots' arguments, and the outputs' handles."""
+    """In the kernel process: the pools, the slots' arguments, and how outputs are named."""
 
-    def __init__(self):
+    def __init__(self, sock):
         self.cu = Driver()
+        self.sock = sock
         self.slots = {}
-        self.pools = []
-        # Allocations already described: base -> (size, handle).
-        self.segments = {}
-
-    def _segment(self, ptr):
-        """The allocation holding `ptr` and its IPC handle. The handle is asked of the driver
-        once per allocation: the range is asked every time (cheap), so memory freed and
-        allocated again at the same address gets a handle of its own."""
-        base, size = self.cu.range_of(ptr)
-        known = self.segments.get(base)
-        if known is None or known[0] != size:
-            known = (size, self.cu.handle(base))
-            self.segments[base] = known
-        return base, known[1]
+        self.pools = []  # (pointer, size) of each input pool, mapped from the evaluator's
+        self.exports = Exports(self.cu, sock)
 
     def setup(self, msg):
-        for p in self.pools:
-            self.cu.close(p)
+        """Maps the input pools whose descriptors the evaluator sent just before."""
+        import socket
+
+        for p, size in self.pools:
+            self.cu.unmap(p, size)
         self.pools = []
-        for h in msg["handles"]:
-            self.pools.append(self.cu.open(h))
+        sizes = [int(x) for x in msg["pools"]]
+        _, fds, _, _ = socket.recv_fds(self.sock, 16, len(sizes))
+        try:
+            if len(fds) != len(sizes):
+                raise RuntimeError(f"{len(fds)} pool descriptors for {len(sizes)} pools")
+            for fd, size in zip(fds, sizes):
+                self.pools.append(self.cu.import_fds([(fd, size)]))
+        finally:
+            for fd in fds:
+                os.close(fd)
         self.layout = msg["layout"]
         self.slot_bytes = int(msg["slot_bytes"])
         self.per_chunk = int(msg["per_chunk"])
@@ -147,7 +70,7 @@ class ChildSide:
             if not 0 <= slot < self.count:
                 raise IndexError(f"no slot {slot}")
             chunk, k = divmod(slot, self.per_chunk)
-            base = self.pools[chunk] + k * self.slot_bytes
+            base = self.pools[chunk][0] + k * self.slot_bytes
             self.slots[slot] = tuple(
                 _plain(a) if "offset" not in a else tensor_at(base + a["offset"], a["shape"], a["stride"], DTYPES[a["dtype"]])
                 for a in self.layout
@@ -156,6 +79,24 @@ class ChildSide:
 
     def synchronize(self):
         torch.cuda.synchronize()
+
+    def begin(self):
+        self.exports.begin()
+
+    def send_shared(self):
+        return self.exports.send()
+
+    def forget_shared(self):
+        self.exports.forget()
+
+    def _where(self, t):
+        """How the evaluator finds tensor `t`: in an input pool by its index, else by the
+        memory it lies in (exports.py)."""
+        ptr = t.data_ptr()
+        for i, (p, size) in enumerate(self.pools):
+            if p <= ptr < p + size:
+                return {"pool": i, "offset": ptr - p}
+        return self.exports.name(ptr, span_bytes(t))
 
     def describe(self, result):
         outs = result if isinstance(result, (tuple, list)) else [result]
@@ -166,16 +107,9 @@ class ChildSide:
                 continue
             if not t.is_cuda:
                 raise TypeError("the kernel returned a tensor that is not on the GPU")
-            base, handle = self._segment(t.data_ptr())
-            desc.append(
-                {
-                    "handle": handle,
-                    "offset": t.data_ptr() - base,
-                    "shape": list(t.shape),
-                    "stride": list(t.stride()),
-                    "dtype": _name(t.dtype),
-                }
-            )
+            d = self._where(t)
+            d.update({"shape": list(t.shape), "stride": list(t.stride()), "dtype": _name(t.dtype)})
+            desc.append(d)
         return {"tuple": isinstance(result, (tuple, list)), "items": desc}
 
 
@@ -191,9 +125,18 @@ class GpuData:
         self.l2 = int(getattr(props, "L2_cache_size", 0) or 50 << 20)
         self.state = {}  # role -> dict(pools, layout key, slots, slot_bytes, per_chunk, layout, next)
         self.maps = Mappings(self.cu)
-        # Each kernel's input pools by their IPC handles: an output may lie in its own call's
-        # slot (a view of an input), never in another's or another kernel's pool.
-        self.pool_handles = {}
+        # How each kernel's outputs were named (an input pool, chunks sent by descriptor, or
+        # a legacy handle), for the record: a legacy handle from the original would say that
+        # honest memory was exported where another process could guess it (driver.py).
+        self.named = {}
+        # Each chunk of a kernel's output memory is a descriptor kept until that kernel's
+        # mappings are closed (mappings.LIMIT per kernel): more than a default of 1024 open.
+        import resource
+
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        want = 1 << 16 if hard == resource.RLIM_INFINITY else min(hard, 1 << 16)
+        if soft != resource.RLIM_INFINITY and soft < want:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
         # Deferred work beyond this (and beyond the batch's own time) is named as such.
         self.deferred_ms = float(perf.get("deferred_limit_ms", 50.0))
         self.guard = Guard(self.cu, float(perf.get("watch_gap_us", 20.0)))
@@ -283,24 +226,31 @@ class GpuData:
         if st:
             self.forget(kernel)
         per_chunk = max(1, CHUNK // slot_bytes)
-        pools, handles, left = [], [], slots
+        pools, sizes, left = [], [], slots
         try:
             while left > 0:
                 k = min(left, per_chunk)
-                p = self.cu.alloc(k * slot_bytes)
+                p, size = self.cu.alloc_shared(k * slot_bytes)
                 pools.append(p)
-                handles.append(self.cu.handle(p))
-                self.pool_handles[handles[-1]] = (kernel.role, p)
+                sizes.append(size)
                 left -= k
         except BaseException:
-            # A configuration too large for the device: what was allocated for it goes back,
-            # and nothing names it (the next configuration allocates afresh).
-            self._free(pools, handles)
+            # A configuration too large for the device: what was allocated for it goes back
+            # (the next configuration allocates afresh).
+            self._free(pools)
             raise
-        st = {"pools": pools, "handles": handles, "key": key, "slots": slots, "slot_bytes": slot_bytes, "per_chunk": per_chunk, "layout": layout, "next": 0}
+        st = {"pools": pools, "sizes": sizes, "key": key, "slots": slots, "slot_bytes": slot_bytes, "per_chunk": per_chunk, "layout": layout, "next": 0}
         self.state[kernel.role] = st
+        # Each pool goes to this kernel's process alone, by descriptor: no other process can
+        # name it (driver.py).
+        fds = [self.cu.export_at(p) for p in pools]
+        try:
+            kernel.give(fds)
+        finally:
+            for fd in fds:
+                os.close(fd)
         kernel.request(
-            {"op": "gpu_setup", "handles": handles, "slots": slots, "slot_bytes": slot_bytes, "per_chunk": per_chunk, "layout": layout},
+            {"op": "gpu_setup", "pools": sizes, "slots": slots, "slot_bytes": slot_bytes, "per_chunk": per_chunk, "layout": layout},
             timeout,
         )
         return st
@@ -310,7 +260,7 @@ class GpuData:
         never leaves freed memory named), and torch's cached blocks."""
         st = self.state.pop(kernel.role, None)
         if st:
-            self._free(st["pools"], st["handles"])
+            self._free(st["pools"])
         torch.cuda.empty_cache()
 
     def end_session(self):
@@ -318,19 +268,14 @@ class GpuData:
         warm evaluator's next evaluation, or the next session, gets new ones): their input
         pools and the mappings of their outputs go too, so the next starts as the first did."""
         for st in self.state.values():
-            self._free(st["pools"], st["handles"])
+            self._free(st["pools"])
         self.state = {}
         self.maps.close_all()
         torch.cuda.empty_cache()
 
-    def _free(self, pools, handles):
-        # A freed pool's handle must not map to its address any more: the address may come
-        # back as another allocation (a reference output), and a kernel handing the old
-        # handle back as its output would have the evaluator read that instead.
-        for h in handles:
-            self.pool_handles.pop(h, None)
+    def _free(self, pools):
         for p in pools:
-            self.cu.free(p)
+            self.cu.free_shared(p)
 
     def prepare(self, kernel, args_list, wants, timeout):
         calls = self.assign(kernel, args_list, timeout)
@@ -381,16 +326,24 @@ class GpuData:
         self._staged = []
 
     def _open(self, kernel, d):
-        """The device address of the allocation an output names, and whether it is one of
-        `kernel`'s own input pools (an output there must stay in its call's slot); an input
-        pool of another kernel is refused."""
-        h = d["handle"]
-        if h in self.pool_handles:
-            role, ptr = self.pool_handles[h]
-            if role != kernel.role:
-                raise ValueError("an output lies in memory of the evaluator's that the kernel was not given")
-            return ptr, True
-        return self.maps.open(h), False
+        """The device address and size of the memory an output names, and whether it is one
+        of `kernel`'s own input pools (an output there must stay in its call's slot): a pool
+        by its index, memory the kernel sent by its keys (exports.py), or a legacy handle."""
+        kind = "pool" if "pool" in d else "chunks" if "chunks" in d else "handle"
+        counts = self.named.setdefault(kernel.role, {})
+        counts[kind] = counts.get(kind, 0) + 1
+        if "pool" in d:
+            st = self.state[kernel.role]
+            i = d["pool"]
+            if type(i) is not int or not 0 <= i < len(st["pools"]):
+                raise ValueError("an output names an input pool the kernel was not given")
+            return st["pools"][i], st["sizes"][i], True
+        if "chunks" in d:
+            ptr, size = self.maps.chunks(kernel, d["chunks"])
+            return ptr, size, False
+        ptr = self.maps.open(kernel, d["handle"])
+        base, size = self.cu.range_of(ptr)
+        return ptr, size - (ptr - base), False
 
     def plan(self, kernel, calls, described, rng, output_args, returns=False):
         return self.samples.plan(kernel, calls, described, rng, output_args, returns)
@@ -451,8 +404,7 @@ class GpuData:
         shape, stride = d["shape"], d["stride"]
         if not all(type(x) is int and x >= 0 for x in [offset, *shape, *stride]) or len(shape) != len(stride):
             raise ValueError("an output's offset, shape and strides must be whole numbers, none negative")
-        ptr, pooled = self._open(kernel, d)
-        base, size = self.cu.range_of(ptr)
+        ptr, size, pooled = self._open(kernel, d)
         t = tensor_at(ptr + offset, shape, stride, dtype)
         span = span_bytes(t)
         if offset + span > size:
@@ -476,11 +428,15 @@ class GpuData:
         return got[0] if len(got) == 1 else tuple(got)
 
     def after(self, kernel, graph=False):
-        kernel.request({"op": "release"}, 60)
-        if graph:
-            # A graph's outputs live in a memory pool of its own, new for every batch: their
-            # mappings are of no use to the next batch, and kept they would hold the memory.
-            self.maps.close_all()
+        """After a batch's outputs are checked. A graph's outputs live in a memory pool of
+        its own, new for every batch: their mappings are of no use to the next batch, and kept
+        they would hold the memory. Mappings kept from eager batches are dropped when there
+        are too many. Either way the kernel process is told, so that it shares anew."""
+        unmap = graph or self.maps.too_many(kernel)
+        if unmap:
+            self.maps.close(kernel.role)
+            kernel.drop_shared()
+        kernel.request({"op": "release", "unmapped": unmap}, 60)
 
     def fingerprint(self, value):
         if isinstance(value, torch.Tensor):

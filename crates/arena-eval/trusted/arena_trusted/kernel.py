@@ -4,11 +4,13 @@ wrote. The process is stopped whenever it is not being timed."""
 import mmap
 import os
 import select
+import socket
 import sys
 import time
 
 import jail
 import wire
+from exports import PER_MESSAGE
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 POISON = (b"\xa5", b"\x5a")
@@ -31,7 +33,13 @@ class Kernel:
         req_r, self.req_w = os.pipe()
         self.rep_r, rep_w = os.pipe()
         self.memfd = os.memfd_create(f"arena-{role}", 0)
-        fds = [req_r, rep_w, self.memfd]
+        # Device memory goes both ways as file descriptors (driver.py): the evaluator's input
+        # pools to the process, its outputs' memory back.
+        self.sock, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self.sock.settimeout(1)
+        # Descriptors of device memory the process sent with its replies (key -> (fd, size)).
+        self.received = {}
+        fds = [req_r, rep_w, self.memfd, theirs.fileno()]
         quiet = bool(job.get("quiet_kernels"))
         self.proc = None
         self.pid = None
@@ -53,9 +61,12 @@ class Kernel:
                     os.close(fd)
                 except OSError:
                     pass
+            self.sock.close()
+            theirs.close()
             raise
         os.close(req_r)
         os.close(rep_w)
+        theirs.close()
         self.size = 0
         self.shm = None
         self.poison = 0
@@ -130,12 +141,55 @@ class Kernel:
                 raise KernelFailed(f"{self.role} kernel answered something that is not a reply")
             if not reply.get("ok"):
                 raise KernelFailed(str(reply.get("error", "failed"))[:2000])
+            if reply.get("shared"):
+                self._take_descriptors(reply["shared"])
             if on_reply is not None:
                 on_reply(reply)
             elapsed = (time.perf_counter_ns() - t0) / 1e9
         finally:
             self.freeze()
         return reply, elapsed
+
+    def give(self, fds):
+        """Hands `fds` to the process (before the request that names them)."""
+        socket.send_fds(self.sock, [b"fds"], list(fds))
+
+    def _take_descriptors(self, shared):
+        """The descriptors a reply says were sent with it ([[key, size], ...], in order, in
+        messages of at most PER_MESSAGE), read from the socket: they were sent before the
+        reply was written."""
+        if not isinstance(shared, list) or len(shared) > 1 << 14 or not all(
+            isinstance(x, list) and len(x) == 2 and isinstance(x[0], str) and type(x[1]) is int and x[1] > 0 for x in shared
+        ):
+            raise KernelFailed(f"{self.role} kernel described the memory it shared wrongly")
+        fds = []
+        try:
+            for i in range(0, len(shared), PER_MESSAGE):
+                want = min(PER_MESSAGE, len(shared) - i)
+                _, got, _, _ = socket.recv_fds(self.sock, 16, want)
+                fds += got
+                if len(got) != want:
+                    raise OSError(f"{len(got)} memory descriptors in a message of {want}")
+        except OSError as e:
+            for fd in fds:
+                os.close(fd)
+            raise KernelFailed(f"{self.role} kernel did not send the memory it said it shared: {e}")
+        for (key, size), fd in zip(shared, fds):
+            old = self.received.pop(key, None)
+            if old is not None:
+                os.close(old[0])
+            self.received[key] = (fd, size)
+
+    def shared(self, key):
+        """The descriptor and size the process sent for `key` (kept until `drop_shared`:
+        mappings closed meanwhile are made again from it), or None."""
+        return self.received.get(key)
+
+    def drop_shared(self):
+        """Closes what the process sent: it is told to share anew (its `release`)."""
+        for fd, _ in self.received.values():
+            os.close(fd)
+        self.received = {}
 
     def ensure_size(self, size, timeout_s):
         if size <= self.size:
@@ -185,3 +239,5 @@ class Kernel:
                 os.close(fd)
             except OSError:
                 pass
+        self.drop_shared()
+        self.sock.close()

@@ -42,10 +42,8 @@ class Samples:
             if returns:
                 plan["returned"] = [(rng.randrange(len(calls)), rng.random()) for _ in range(self.count)]
                 if described is not None:
-                    self.data.maps.begin_batch()
                     plan["addrs"] += self._addresses(plan.pop("returned"), self._reply_spans(kernel, calls, described))
         elif described is not None:
-            self.data.maps.begin_batch()
             plan["addrs"] = self._addresses(picks, self._reply_spans(kernel, calls, described))
         return plan
 
@@ -54,11 +52,9 @@ class Samples:
         An eagerly run batch's outputs are named by its reply, so their places are worked
         out here (inside the window: a kernel whose outputs take long to find pays for it)."""
         if plan["addrs"] is None:
-            self.data.maps.begin_batch()
             spans = self._reply_spans(kernel, plan["calls"], reply.get("outputs", []))
             plan["addrs"] = self._addresses(plan["picks"], spans)
         elif plan.get("returned"):
-            self.data.maps.begin_batch()
             spans = self._reply_spans(kernel, plan["calls"], reply.get("outputs", []))
             plan["addrs"] = plan["addrs"] + self._addresses(plan.pop("returned"), spans)
         addrs = plan["addrs"] or [self.data.guard.own_word]

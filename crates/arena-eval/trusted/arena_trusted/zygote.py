@@ -9,7 +9,7 @@ device, which does not survive a fork), then forks a kernel process whenever the
 It is root with the evaluator's capabilities (to give each child its user), and never runs
 anything of a kernel's or of the task's: its memory holds what a fresh `python3 -c "import
 torch"` holds, no harness, no seed, no input. Each child, before it runs anything else, closes
-every descriptor but its own three (the zygote's socket first: with it a kernel could have
+every descriptor but its own four (the zygote's socket first: with it a kernel could have
 processes forked as another kernel's user), takes its user, groups and environment (losing
 every capability: it checks), and then serves the evaluator as child.py would. The kernels of
 both roles are forks of the same process: neither starts from memory laid out differently
@@ -17,7 +17,7 @@ both roles are forks of the same process: neither starts from memory laid out di
 next, so it is older than the candidate it is paired with; see docs/trusted-evaluation.md).
 
 Messages on the socket (a SOCK_SEQPACKET pair: one message each): a request is JSON (uid, gid,
-groups, env, quiet) with the child's three descriptors attached (SCM_RIGHTS); the answer is JSON,
+groups, env, quiet) with the child's four descriptors attached (SCM_RIGHTS); the answer is JSON,
 {"pid": N} or {"error": ...}.
 """
 import importlib
@@ -102,15 +102,15 @@ def main(sock_fd, modules):
     s.send(json.dumps({"ready": True, "loaded": loaded, "failed": failed}).encode())
     while True:
         try:
-            msg, fds, _, _ = socket.recv_fds(s, 1 << 20, 3)
+            msg, fds, _, _ = socket.recv_fds(s, 1 << 20, 4)
         except OSError:
             return
         if not msg:
             return  # the evaluator is gone: so is the zygote
         try:
             spec = json.loads(msg)
-            if len(fds) != 3:
-                raise ValueError(f"{len(fds)} descriptors, not 3")
+            if len(fds) != 4:
+                raise ValueError(f"{len(fds)} descriptors, not 4")
             pid = os.fork()
             if pid == 0:
                 _become(spec, fds)
@@ -153,7 +153,8 @@ class Zygote:
         self.loaded, self.failed = hello["loaded"], hello["failed"]
 
     def spawn(self, uid, gid, groups, env, fds, quiet):
-        """A kernel process of `uid` serving on `fds` (requests, replies, shared memory)."""
+        """A kernel process of `uid` serving on `fds` (requests, replies, shared memory, the
+        socket of device memory)."""
         self.ready()
         spec = {"uid": uid, "gid": gid, "groups": list(groups), "env": env, "quiet": quiet}
         socket.send_fds(self.sock, [json.dumps(spec).encode()], list(fds))
