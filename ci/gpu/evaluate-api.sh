@@ -85,9 +85,11 @@ for task in $tasks; do
   echo "TIME warm $task $(since "$t") for $warm_n: $(cat "$out/warm-$name.json")"
 done
 # KernelBench's own test agents' ModelNew of the first task (BIN_DIR/attacks/{wrong,cached}.py,
-# made from ci/agents/kernelbench/*.toml), through the API: each must fail correctness.
+# made from ci/agents/kernelbench/*.toml), through the API: each must fail correctness; and
+# BIN_DIR/attacks/syncnoop.py (its ModelNew with torch.cuda.synchronize made a no-op at import),
+# which must fail performance (DeferredWork: the evaluator's sampled outputs).
 first=${tasks%% *}
-for a in wrong cached; do
+for a in wrong cached syncnoop; do
   [ -f "$bin/attacks/$a.py" ] || continue
   $arenactl eval --runner "unix:$work/runner.sock" --image-lock "$work/kb.lock" --task "$first" \
     --candidate "source/model_new.py=$bin/attacks/$a.py" 2>&1 | sed "s/^/$a: /" || echo "$a: FAILED"

@@ -23,6 +23,11 @@ pub const HARNESS_ROOT: &str = "/arena/harness";
 pub const KERNELS: &str = "/arena/kernel";
 /// `SCRATCH/<role>`: a small file system only that kernel's user may write.
 pub const SCRATCH: &str = "/scratch";
+/// The evaluator's own file system (root only): its HOME, TMPDIR and Triton's cache, where a
+/// derived harness compiles the task's original kernel in the evaluator (the container's
+/// root is read-only; found on an H200, where every derived harness was refused with
+/// "Read-only file system: '/root/.triton'").
+pub const EVALUATOR_SCRATCH: &str = "/scratch/evaluator";
 /// The task's hidden unseen configurations (root-only), in unseen evaluations.
 pub const HIDDEN: &str = "/arena/hidden/task.json";
 /// A warm evaluator's directory (root-only): its socket, where the runner connects.
@@ -185,6 +190,8 @@ pub struct Job {
     pub kernels: std::collections::BTreeMap<&'static str, String>,
     pub users: std::collections::BTreeMap<&'static str, Ids>,
     pub scratch: std::collections::BTreeMap<&'static str, String>,
+    /// The evaluator's own writable directory ([`EVALUATOR_SCRATCH`]).
+    pub own_scratch: String,
     /// Supplementary groups of the kernel processes (the GPU's device groups).
     pub groups: Vec<u32>,
     pub timeouts: std::collections::BTreeMap<&'static str, u64>,
@@ -260,6 +267,7 @@ impl Job {
             kernels,
             users,
             scratch,
+            own_scratch: EVALUATOR_SCRATCH.to_string(),
             groups,
             timeouts: [
                 ("compile", timeouts.compile),

@@ -407,3 +407,26 @@ print("ok")
 "#;
     assert_prints_ok(script);
 }
+
+/// The evaluator's own scratch (a job's `own_scratch`) becomes its HOME, TMPDIR and Triton's
+/// cache before anything is loaded: a derived harness compiles the task's original in the
+/// evaluator, whose container root is read-only. A job run outside a container has none, and
+/// the environment is left as it is.
+#[test]
+fn the_evaluator_writes_only_into_its_own_scratch() {
+    let script = r#"
+import os, sys, tempfile
+sys.path.insert(0, sys.argv[1])
+import evaluate as ev
+before = dict(os.environ)
+ev.use_own_scratch({})
+assert dict(os.environ) == before
+own = tempfile.mkdtemp()
+ev.use_own_scratch({"own_scratch": own})
+assert os.environ["HOME"] == own and os.environ["TMPDIR"] == own
+assert os.environ["TRITON_CACHE_DIR"] == os.path.join(own, ".triton")
+assert tempfile.gettempdir() == own
+print("ok")
+"#;
+    assert_prints_ok(script);
+}

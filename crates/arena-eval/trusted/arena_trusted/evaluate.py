@@ -393,12 +393,28 @@ def evaluate_into(job, harness, data, configs, hidden, roles, out, record, zygot
         write_json(out, "evaluator.json", record)
 
 
+def use_own_scratch(job):
+    """The evaluator's own writable directory (a root-only file system of its container, the
+    root being read-only): its HOME, TMPDIR and Triton's cache, where a derived harness
+    compiles the task's original kernel. None in a job run outside a container."""
+    own = job.get("own_scratch")
+    if not own:
+        return
+    os.environ["HOME"] = own
+    os.environ["TMPDIR"] = own
+    os.environ["TRITON_CACHE_DIR"] = os.path.join(own, ".triton")
+    import tempfile
+
+    tempfile.tempdir = None
+
+
 def main(job_path):
     import wire  # noqa: E402
 
     wire.IMPORT_TORCH = False  # see wire.py: a kernel's tensor never makes this process import
     with open(job_path) as f:
         job = json.load(f)
+    use_own_scratch(job)
     signal.signal(signal.SIGALRM, _deadline)
     if job.get("serve"):
         import serve  # noqa: E402

@@ -12,6 +12,8 @@ there is asked of the driver again before its key is used.
 An output in memory the virtual memory API did not make (cudaMalloc's, which only a kernel's
 own code would use) is named by a legacy IPC handle: the evaluator reads it, and no honest
 process exports such a handle of its own memory, so nothing guessed from it is anyone's."""
+import os
+import socket
 
 PER_MESSAGE = 250  # descriptors per socket message (Linux takes at most 253)
 
@@ -79,9 +81,6 @@ class Exports:
         says of them ([[key, size], ...] in the order sent)."""
         if not self.pending:
             return None
-        import os
-        import socket
-
         fds = [fd for _, _, fd in self.pending]
         try:
             for i in range(0, len(fds), PER_MESSAGE):
@@ -96,8 +95,6 @@ class Exports:
     def forget(self):
         """The evaluator maps none of what was sent: the references go back (a key is never
         used twice: the next chunk gets a new one)."""
-        import os
-
         for _, h, _ in self.chunks.values():
             self.cu.release(h)
         for _, _, fd in self.pending:

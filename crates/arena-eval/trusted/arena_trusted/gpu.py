@@ -14,6 +14,7 @@ The CUDA driver API is called through ctypes; tensors over raw device memory are
 __cuda_array_interface__.
 """
 import os
+import socket
 
 import torch
 
@@ -42,8 +43,6 @@ class ChildSide:
 
     def setup(self, msg):
         """Maps the input pools whose descriptors the evaluator sent just before."""
-        import socket
-
         for p, size in self.pools:
             self.cu.unmap(p, size)
         self.pools = []

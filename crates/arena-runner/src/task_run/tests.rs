@@ -353,3 +353,39 @@ async fn a_task_whose_baseline_fails_is_not_scored_and_the_agent_never_runs() {
         "no agent time spent on an unscorable task"
     );
 }
+
+/// The evaluator container has a file system of the evaluator's own (root only, sized), its
+/// HOME and Triton's cache: the root is read-only, and a derived harness compiles the task's
+/// original in the evaluator. The kernels' scratches stay theirs.
+#[test]
+fn the_evaluator_has_a_root_only_scratch_of_its_own_beside_the_kernels() {
+    use arena_eval::trusted::{BASELINE, CANDIDATE, EVALUATOR_SCRATCH};
+    let cfg = super::evaluator_config(
+        &[],
+        Default::default(),
+        vec![],
+        arena_runtime::Limits::default(),
+        &[BASELINE, CANDIDATE],
+    );
+    assert!(cfg.readonly_rootfs);
+    let own = cfg
+        .tmpfs
+        .iter()
+        .find(|t| t.destination == EVALUATOR_SCRATCH)
+        .expect("the evaluator's scratch");
+    assert_eq!((own.uid, own.gid, own.mode), (0, 0, 0o700));
+    assert!(own.bytes > 0);
+    for role in [BASELINE, CANDIDATE] {
+        assert!(cfg
+            .tmpfs
+            .iter()
+            .any(|t| t.destination == format!("/scratch/{}", role.uid) && t.uid == role.uid));
+    }
+    let job = arena_eval::trusted::Job::new(
+        "scripts/h.py",
+        &[BASELINE, CANDIDATE],
+        &Default::default(),
+        vec![],
+    );
+    assert_eq!(job.own_scratch, EVALUATOR_SCRATCH);
+}

@@ -129,7 +129,8 @@ impl EvaluatorDir {
 
 /// The evaluator container: arena's evaluator as its first process (root with only the
 /// capabilities to start and stop other users' processes), on a read-only root, no network,
-/// the image's `/task` hidden behind an empty file system, a sized scratch per kernel user.
+/// the image's `/task` hidden behind an empty file system, a sized scratch per kernel user
+/// and one of the evaluator's own.
 pub(crate) fn evaluator_config(
     image_env: &[String],
     devices: arena_runtime::DeviceGrant,
@@ -153,6 +154,14 @@ pub(crate) fn evaluator_config(
         destination: arena_eval::layout::TASK_ROOT.into(),
         bytes: 64 << 10,
         mode: 0o755,
+        uid: 0,
+        gid: 0,
+    });
+    // The evaluator's own (a derived harness compiles the task's original there).
+    cfg.tmpfs.push(Tmpfs {
+        destination: trusted::EVALUATOR_SCRATCH.into(),
+        bytes: SCRATCH_BYTES,
+        mode: 0o700,
         uid: 0,
         gid: 0,
     });
