@@ -42,14 +42,28 @@ def _is_own(p, size):
     return _cu.cuMemcpyDtoH_v2(buf, p, 64) == 0 and buf.raw == bytes([MARK]) * 64
 
 
-def _variants(raw):
+def _variants(raw, steps):
+    """Handles one byte off `raw`: byte i moved up and down by each of `steps(i)`."""
     for i in range(64):
-        steps = range(1, 65) if 48 <= i < 56 else range(1, 9)
-        for s in steps:
+        for s in steps(i):
             for d in (s, 256 - s):
                 v = bytearray(raw)
                 v[i] = (v[i] + d) % 256
                 yield i, d, bytes(v)
+
+
+def _open(v):
+    """(pointer, size) of what handle `v` opens, or None."""
+    p = u64()
+    if _cu.cuIpcOpenMemHandle_v2(ctypes.byref(p), _Handle.from_buffer_copy(v), 1) != 0:
+        return None
+    base, size = u64(), ctypes.c_size_t()
+    _cu.cuMemGetAddressRange_v2(ctypes.byref(base), ctypes.byref(size), p.value)
+    return p.value, size.value
+
+
+def _step(d):
+    return f"{'+' if d < 128 else '-'}{min(d, 256 - d)}"
 
 
 def _probe():
@@ -63,17 +77,15 @@ def _probe():
         return
     raw = bytes(ctypes.string_at(ctypes.addressof(h), 64))
     tried, opened, again = 0, [], 0
-    for i, d, v in _variants(raw):
+    for i, d, v in _variants(raw, lambda i: range(1, 65) if 48 <= i < 56 else range(1, 9)):
         tried += 1
-        p = u64()
-        if _cu.cuIpcOpenMemHandle_v2(ctypes.byref(p), _Handle.from_buffer_copy(v), 1) != 0 or p.value == own.value:
+        got = _open(v)
+        if got is None or got[0] == own.value:
             continue
-        base, size = u64(), ctypes.c_size_t()
-        _cu.cuMemGetAddressRange_v2(ctypes.byref(base), ctypes.byref(size), p.value)
-        if _is_own(p.value, size.value):
+        if _is_own(*got):
             again += 1
             continue
-        opened.append(f"byte {i} {'+' if d < 128 else '-'}{min(d, 256 - d)}: {size.value} bytes")
+        opened.append(f"byte {i} {_step(d)}: {got[1]} bytes")
     report(f"tried {tried} handles: its own memory again {again}, other memory {len(opened)}: {'; '.join(opened[:12])}")
 
 
@@ -87,21 +99,13 @@ def _from_given(handles, own):
     heads = {_head(p) for p in own}
     tried, opened = 0, []
     for h in handles:
-        raw = bytes.fromhex(h)
-        for i in range(64):
-            for d in (1, 255):
-                v = bytearray(raw)
-                v[i] = (v[i] + d) % 256
-                if v.hex() in handles:
-                    continue
-                tried += 1
-                p = u64()
-                if _cu.cuIpcOpenMemHandle_v2(ctypes.byref(p), _Handle.from_buffer_copy(bytes(v)), 1) != 0 or p.value in own:
-                    continue
-                base, size = u64(), ctypes.c_size_t()
-                _cu.cuMemGetAddressRange_v2(ctypes.byref(base), ctypes.byref(size), p.value)
-                if _head(p.value) not in heads:
-                    opened.append(f"byte {i}{'+' if d == 1 else '-'}1: {size.value} bytes")
+        for i, d, v in _variants(bytes.fromhex(h), lambda i: (1,)):
+            if v.hex() in handles:
+                continue
+            tried += 1
+            got = _open(v)
+            if got is not None and got[0] not in own and _head(got[0]) not in heads:
+                opened.append(f"byte {i} {_step(d)}: {got[1]} bytes")
     report(f"from the {len(handles)} pool handles it was given: tried {tried}, other memory {len(opened)}: {'; '.join(opened[:6])}")
 
 
