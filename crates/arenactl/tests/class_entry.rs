@@ -174,6 +174,12 @@ fn a_class_entry_is_built_per_configuration_with_the_harness_seed() {
         &tmp.join("noop"),
     );
     assert_eq!(r["trust"], "trusted", "{r}");
+    // The evaluator's own scratch (its HOME: a derived harness compiles there) is a file
+    // system it can write, on the container's read-only root.
+    assert_eq!(
+        r["evaluators"]["candidate"]["own_scratch"], "writable",
+        "{r}"
+    );
     let s = score(&r);
     assert!(s.correct, "{r}");
     assert!(s.speedup > 0.5 && s.speedup < 2.0, "{r}");

@@ -419,10 +419,11 @@ import os, sys, tempfile
 sys.path.insert(0, sys.argv[1])
 import evaluate as ev
 before = dict(os.environ)
-ev.use_own_scratch({})
+assert ev.use_own_scratch({}) is None
 assert dict(os.environ) == before
+assert ev.use_own_scratch({"own_scratch": "/proc/1"}).startswith("not writable")
 own = tempfile.mkdtemp()
-ev.use_own_scratch({"own_scratch": own})
+assert ev.use_own_scratch({"own_scratch": own}) == "writable"
 assert os.environ["HOME"] == own and os.environ["TMPDIR"] == own
 assert os.environ["TRITON_CACHE_DIR"] == os.path.join(own, ".triton")
 assert tempfile.gettempdir() == own

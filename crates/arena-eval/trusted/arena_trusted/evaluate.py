@@ -396,16 +396,24 @@ def evaluate_into(job, harness, data, configs, hidden, roles, out, record, zygot
 def use_own_scratch(job):
     """The evaluator's own writable directory (a root-only file system of its container, the
     root being read-only): its HOME, TMPDIR and Triton's cache, where a derived harness
-    compiles the task's original kernel. None in a job run outside a container."""
+    compiles the task's original kernel. None in a job run outside a container. Returns
+    what the record says of it: "writable", or why not."""
     own = job.get("own_scratch")
     if not own:
-        return
+        return None
     os.environ["HOME"] = own
     os.environ["TMPDIR"] = own
     os.environ["TRITON_CACHE_DIR"] = os.path.join(own, ".triton")
     import tempfile
 
     tempfile.tempdir = None
+    try:
+        fd, path = tempfile.mkstemp(dir=own)
+        os.close(fd)
+        os.unlink(path)
+    except OSError as e:
+        return f"not writable: {e}"
+    return "writable"
 
 
 def main(job_path):
@@ -414,7 +422,7 @@ def main(job_path):
     wire.IMPORT_TORCH = False  # see wire.py: a kernel's tensor never makes this process import
     with open(job_path) as f:
         job = json.load(f)
-    use_own_scratch(job)
+    own = use_own_scratch(job)
     signal.signal(signal.SIGALRM, _deadline)
     if job.get("serve"):
         import serve  # noqa: E402
@@ -424,6 +432,8 @@ def main(job_path):
     signal.alarm(int(job.get("deadline_s", 3600)))
     out = job["out"]
     record = new_record()
+    if own is not None:
+        record["own_scratch"] = own
     age = process_age()
     if age is not None:
         add_phase(record, "start", age)
