@@ -53,8 +53,6 @@ class Driver:
         self.lib.cuIpcOpenMemHandle_v2.argtypes = [u64p, IpcHandle, ctypes.c_uint]
         self.lib.cuIpcGetMemHandle.argtypes = [ctypes.POINTER(IpcHandle), ctypes.c_uint64]
         self.lib.cuMemGetAddressRange_v2.argtypes = [u64p, ctypes.POINTER(ctypes.c_size_t), ctypes.c_uint64]
-        self.lib.cuMemAlloc_v2.argtypes = [u64p, ctypes.c_size_t]
-        self.lib.cuMemFree_v2.argtypes = [ctypes.c_uint64]
         self.lib.cuMemcpyDtoDAsync_v2.argtypes = [ctypes.c_uint64, ctypes.c_uint64, ctypes.c_size_t, ctypes.c_void_p]
         self.lib.cuMemsetD8Async.argtypes = [ctypes.c_uint64, ctypes.c_ubyte, ctypes.c_size_t, ctypes.c_void_p]
         self.lib.cuIpcCloseMemHandle.argtypes = [ctypes.c_uint64]
@@ -81,14 +79,6 @@ class Driver:
             msg = ctypes.c_char_p()
             self.lib.cuGetErrorString(rc, ctypes.byref(msg))
             raise CudaError(f"{what}: {msg.value.decode() if msg.value else rc}")
-
-    def alloc(self, size):
-        p = ctypes.c_uint64()
-        self.check(self.lib.cuMemAlloc_v2(ctypes.byref(p), ctypes.c_size_t(size)), "cuMemAlloc")
-        return p.value
-
-    def free(self, ptr):
-        self.lib.cuMemFree_v2(ctypes.c_uint64(ptr))
 
     def range_of(self, ptr):
         base, size = ctypes.c_uint64(), ctypes.c_size_t()
