@@ -11,6 +11,7 @@
 
 mod common;
 
+use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
 use common::daemon::*;
@@ -49,6 +50,9 @@ fn write_tasks(root: &Path) {
         let dir = root.join(id);
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::write(dir.join(FILE), split_file()).unwrap();
+        // Read-only where it lies, as in a shared checkout: the agent's workspace copy is
+        // still the agent's to edit (the agents below rewrite this file).
+        std::fs::set_permissions(dir.join(FILE), std::fs::Permissions::from_mode(0o444)).unwrap();
         std::fs::write(
             dir.join("config.yaml"),
             format!(

@@ -18,8 +18,13 @@ use arena_task::EntryKind;
 use super::{bind, TaskRun};
 use crate::error::{Result, RunnerError};
 
-/// Copies the task tree (without build/ and caches) into a new workspace.
+/// Copies the task tree (without build/ and caches) into a new workspace. Every file is the
+/// agent's to edit: a task tree that is read-only where it lies (a shared checkout, a
+/// materialized slice) would otherwise give read-only kernel files, which the agent's user
+/// (root in its container, without the capability to override file modes) cannot write.
+/// Found on an H200: an agent's edit of vLLM's rms_norm failed with "Permission denied".
 pub(crate) fn copy_task_tree(task_dir: &Path, dest: &Path) -> Result<()> {
+    use std::os::unix::fs::PermissionsExt;
     std::fs::create_dir_all(dest).map_err(|e| RunnerError::io(dest, e))?;
     for e in arena_task::task_tree(task_dir)? {
         let to = dest.join(&e.rel);
@@ -29,6 +34,12 @@ pub(crate) fn copy_task_tree(task_dir: &Path, dest: &Path) -> Result<()> {
             }
             EntryKind::File { .. } => {
                 std::fs::copy(&e.path, &to).map_err(|err| RunnerError::io(&to, err))?;
+                let meta = std::fs::metadata(&to).map_err(|err| RunnerError::io(&to, err))?;
+                let mode = meta.permissions().mode();
+                if mode & 0o200 == 0 {
+                    std::fs::set_permissions(&to, std::fs::Permissions::from_mode(mode | 0o200))
+                        .map_err(|err| RunnerError::io(&to, err))?;
+                }
             }
             EntryKind::Symlink { target } => {
                 std::os::unix::fs::symlink(target, &to).map_err(|err| RunnerError::io(&to, err))?

@@ -389,3 +389,25 @@ fn the_evaluator_has_a_root_only_scratch_of_its_own_beside_the_kernels() {
     );
     assert_eq!(job.own_scratch, EVALUATOR_SCRATCH);
 }
+
+#[test]
+fn a_read_only_task_tree_gives_a_workspace_the_agent_can_edit() {
+    use std::os::unix::fs::PermissionsExt;
+    let d = tempfile::tempdir().unwrap();
+    let task = d.path().join("task");
+    std::fs::create_dir_all(task.join("source")).unwrap();
+    for (name, mode) in [("source/k.py", 0o444), ("run.sh", 0o555)] {
+        let p = task.join(name);
+        std::fs::write(&p, "x").unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(mode)).unwrap();
+    }
+    let ws = d.path().join("ws");
+    crate::task_run::agent::copy_task_tree(&task, &ws).unwrap();
+    let mode = |p: &str| std::fs::metadata(ws.join(p)).unwrap().permissions().mode() & 0o777;
+    assert_eq!(
+        mode("source/k.py"),
+        0o644,
+        "writable by its owner, nothing else changed"
+    );
+    assert_eq!(mode("run.sh"), 0o755, "still executable");
+}
