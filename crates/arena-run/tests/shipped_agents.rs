@@ -13,7 +13,10 @@ fn agent_files(dir: &Path, found: &mut Vec<PathBuf>) {
         let p = entry.unwrap().path();
         if p.is_dir() {
             agent_files(&p, found);
-        } else if p.extension().is_some_and(|e| e == "toml") {
+        } else if p.extension().is_some_and(|e| e == "toml")
+            // parser_properties.rs writes its edited copies beside the originals as dotfiles.
+            && !p.file_name().unwrap().to_string_lossy().starts_with('.')
+        {
             found.push(p);
         }
     }

@@ -9,7 +9,7 @@
 //! power), the stable interface rocm-smi itself reads. Neither present: nothing recorded.
 
 mod amd;
-mod nvidia;
+pub(crate) mod nvidia;
 #[cfg(test)]
 mod tests;
 

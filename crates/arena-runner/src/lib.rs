@@ -12,6 +12,8 @@ pub mod engine;
 pub mod error;
 pub mod evaluate;
 pub mod gpus;
+#[cfg(test)]
+mod parse_properties;
 pub mod policy;
 pub mod resources;
 pub mod scheduler;

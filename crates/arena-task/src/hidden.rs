@@ -288,7 +288,21 @@ pub fn verify_set(dir: &Path) -> Result<Manifest, TaskError> {
         field: field.into(),
         message,
     };
-    for f in &m.files {
+    for (i, f) in m.files.iter().enumerate() {
+        // The set's files lie in its directory under the names sealing gives them: a name
+        // with a `/` or `..` would have the runner read (and a task's file rewritten from it
+        // be written) elsewhere.
+        if f.file != file_name(&f.task_id) || f.file.contains('/') || f.file.starts_with('.') {
+            return Err(bad(
+                &format!("files[{i}].file"),
+                format!(
+                    "`{}` is not the set's name for task `{}` (`{}`)",
+                    f.file,
+                    f.task_id,
+                    file_name(&f.task_id)
+                ),
+            ));
+        }
         let p = dir.join(&f.file);
         let bytes = std::fs::read(&p).map_err(|e| io(&p, e))?;
         let found = sha256_hex(&bytes);
@@ -313,6 +327,37 @@ pub fn verify_set(dir: &Path) -> Result<Manifest, TaskError> {
         ));
     }
     Ok(m)
+}
+
+/// A task's file of a verified set (`path`, the set's file for `task_id`), read and checked:
+/// the files it names for rewriting lie inside the task, and it has configurations. The runner
+/// writes those files rewritten into a run's directory and binds them into the evaluator, so
+/// a name that leaves the task is refused here, with the field.
+pub fn read_task_set(path: &Path, task_id: &str) -> Result<TaskUnseen, TaskError> {
+    let text = std::fs::read(path).map_err(|e| io(path, e))?;
+    let u: TaskUnseen = serde_json::from_slice(&text).map_err(|e| TaskError::Field {
+        file: path.to_path_buf(),
+        field: "<document>".into(),
+        message: e.to_string(),
+    })?;
+    if u.task_id != task_id {
+        return Err(TaskError::field(
+            path,
+            "task_id",
+            format!(
+                "`{}`, but the manifest names this file for `{task_id}`",
+                u.task_id
+            ),
+        ));
+    }
+    crate::paths::check_relative(path, "harness", &u.harness)?;
+    for (i, rel) in u.also.iter().enumerate() {
+        crate::paths::check_relative(path, &format!("also[{i}]"), rel)?;
+    }
+    if u.configs.is_empty() {
+        return Err(TaskError::field(path, "configs", "no configurations"));
+    }
+    Ok(u)
 }
 
 mod find;

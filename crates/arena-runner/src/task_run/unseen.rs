@@ -41,10 +41,7 @@ impl TaskRun<'_> {
             return Ok(None);
         };
         let hidden_file = hidden.dir.join(file);
-        let text =
-            std::fs::read_to_string(&hidden_file).map_err(|e| RunnerError::io(&hidden_file, e))?;
-        let set: TaskUnseen = serde_json::from_str(&text)
-            .map_err(|e| RunnerError::invalid(hidden_file.display(), "(json)", e.to_string()))?;
+        let set: TaskUnseen = arena_task::hidden::read_task_set(&hidden_file, task.id.as_str())?;
         if self.trusted_harness().is_some() {
             let (original, optimized) = self.unseen_trusted(&set, &hidden_file, staged).await?;
             let optimized = optimized.unwrap_or_else(|| refused(&set));

@@ -242,3 +242,59 @@ fn the_file_the_commands_run_is_read_and_names_give_roles() {
         other => panic!("{other:?}"),
     }
 }
+
+/// A sealed set whose manifest and files are then edited and sealed again (sha256s and set
+/// digest recomputed): what a set that was made wrongly, not tampered with, looks like.
+fn resealed(edit: impl Fn(&mut serde_json::Value, &mut Manifest)) -> (tempfile::TempDir, Manifest) {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("set");
+    write_set(&sample_tasks(), GenOptions::default(), &dir).unwrap();
+    let mut m = verify_set(&dir).unwrap();
+    let f = m.files[0].clone();
+    let mut u: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join(&f.file)).unwrap()).unwrap();
+    edit(&mut u, &mut m);
+    let bytes = serde_json::to_vec_pretty(&u).unwrap();
+    std::fs::write(dir.join(&m.files[0].file), &bytes).unwrap();
+    m.files[0].sha256 = sha256_hex(&bytes);
+    m.set_digest = m.compute_digest();
+    std::fs::write(dir.join(MANIFEST), serde_json::to_vec_pretty(&m).unwrap()).unwrap();
+    (d, m)
+}
+
+#[test]
+fn a_set_file_named_outside_the_set_is_refused_with_its_field() {
+    // Resealing writes the file where the name points (beside the set), with its sha256 and
+    // the set digest right: only the name is wrong.
+    let (d, _) = resealed(|_, m| m.files[0].file = format!("../{}", m.files[0].file));
+    let e = verify_set(&d.path().join("set")).unwrap_err().to_string();
+    assert!(
+        e.contains("files[0].file") && e.contains("is not the set's name"),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_task_file_that_names_files_outside_the_task_is_refused_with_its_field() {
+    for (field, value, want) in [
+        ("harness", serde_json::json!("../../x.py"), "harness"),
+        ("harness", serde_json::json!("/etc/passwd"), "harness"),
+        ("also", serde_json::json!(["ok.py", "../y.py"]), "also[1]"),
+        ("configs", serde_json::json!([]), "configs"),
+        ("task_id", serde_json::json!("other/task"), "task_id"),
+    ] {
+        let (d, m) = resealed(|u, _| u[field] = value.clone());
+        let dir = d.path().join("set");
+        let f = &verify_set(&dir).unwrap().files[0];
+        let e = read_task_set(&dir.join(&f.file), &m.files[0].task_id)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains(&format!(": {want}:")), "{field}: {e}");
+    }
+    let (d, m) = resealed(|_, _| {});
+    let u = read_task_set(
+        &d.path().join("set").join(&m.files[0].file),
+        &m.files[0].task_id,
+    );
+    assert!(u.is_ok(), "{u:?}");
+}

@@ -3,7 +3,6 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-use anyhow::Context;
 use arena_task::hidden::{verify_set, write_set_with, Manifest, SkipKind, Skipped, TaskUnseen};
 use arena_task::unseen::{GenOptions, CATEGORIES};
 use arena_task::{discover_all, Task};
@@ -138,10 +137,7 @@ fn coverage(m: &Manifest, out: &Path, tasks: usize) -> anyhow::Result<Coverage> 
     let mut missing = BTreeMap::new();
     let mut breaks_tie = 0;
     for f in &m.files {
-        let p = out.join(&f.file);
-        let u: TaskUnseen = serde_json::from_slice(
-            &std::fs::read(&p).with_context(|| format!("reading {}", p.display()))?,
-        )?;
+        let u: TaskUnseen = arena_task::hidden::read_task_set(&out.join(&f.file), &f.task_id)?;
         let cats: BTreeSet<&'static str> = u.configs.iter().map(|c| c.category.as_str()).collect();
         breaks_tie += u.configs.iter().filter(|c| c.breaks_tie.is_some()).count();
         let lacks: Vec<&'static str> = CATEGORIES
