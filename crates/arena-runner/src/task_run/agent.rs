@@ -15,6 +15,7 @@ use arena_run::result::Timings;
 use arena_runtime::{ContainerConfig, ImageRef, RunOutcome};
 use arena_task::EntryKind;
 
+use super::phase::ContainerPhase;
 use super::{bind, TaskRun};
 use crate::error::{Result, RunnerError};
 
@@ -150,7 +151,13 @@ impl TaskRun<'_> {
             },
         );
         let out = ctx
-            .container(item, "agent", &image, cfg, ctx.agent.timeout_s)
+            .container(
+                item,
+                ContainerPhase::Agent,
+                &image,
+                cfg,
+                ctx.agent.timeout_s,
+            )
             .await?;
         ctx.events.emit(
             EventKind::AgentFinished,

@@ -5,12 +5,13 @@ use arena_eval::record::Evaluation;
 use arena_proto::v1::EventKind;
 
 use super::evaluate::Phase;
+use super::phase::ContainerPhase;
 use super::TaskRun;
 use crate::error::Result;
 
 impl TaskRun<'_> {
     pub(crate) async fn baseline(&self) -> Result<Phase> {
-        self.evaluate_kernels("baseline", None, EventKind::BaselineGate)
+        self.evaluate_kernels(ContainerPhase::Baseline, None, EventKind::BaselineGate)
             .await
     }
 }

@@ -16,6 +16,7 @@ use arena_proto::v1::EventKind;
 use arena_run::events::Detail;
 use arena_runtime::{BindMount, RunOutcome};
 
+use super::phase::ContainerPhase;
 use super::self_reported::SelfReportedRun;
 use super::trusted::TrustedRun;
 use super::TaskRun;
@@ -88,8 +89,8 @@ pub(crate) fn keep_files(from: &std::path::Path, to: &std::path::Path, cap: u64)
 }
 
 /// Gate names in events: the unseen evaluations say which they are.
-pub(crate) fn gate_label(phase: &str, gate: &str) -> String {
-    if phase.starts_with("unseen") {
+pub(crate) fn gate_label(phase: ContainerPhase, gate: &str) -> String {
+    if phase.sees_hidden() {
         format!("{phase} {gate}")
     } else {
         gate.to_string()
@@ -137,13 +138,13 @@ impl TaskRun<'_> {
     /// task), in its tree as its user, with an event per gate reached.
     pub(crate) async fn evaluate(
         &self,
-        phase: &str,
+        phase: ContainerPhase,
         sources: &[StagedSource],
         extra_binds: &[BindMount],
         event: EventKind,
     ) -> Result<Phase> {
         let (mut job, how) = self.kernel_job(sources)?;
-        job.quiet = phase.starts_with("unseen");
+        job.quiet = phase.sees_hidden();
         let limit = job.limit_s();
         let r = self
             .self_reported(SelfReportedRun {
@@ -170,7 +171,7 @@ impl TaskRun<'_> {
     /// the candidate's gates, and its cases paired with the original's.
     pub(crate) async fn evaluate_paired(
         &self,
-        phase: &str,
+        phase: ContainerPhase,
         staged: &[StagedSource],
         pairs: u32,
         event: EventKind,
@@ -267,7 +268,7 @@ impl TaskRun<'_> {
     /// the task's own gate commands.
     pub(crate) async fn evaluate_kernels(
         &self,
-        phase: &str,
+        phase: ContainerPhase,
         staged: Option<&[StagedSource]>,
         event: EventKind,
     ) -> Result<Phase> {
@@ -277,7 +278,7 @@ impl TaskRun<'_> {
         if let Some(w) = watch {
             let window = w.finish().await;
             for warning in &window.warnings {
-                tracing::warn!(phase, "{warning}");
+                tracing::warn!(phase = %phase, "{warning}");
             }
             if let Ok(p) = p.as_mut() {
                 p.device = Some(window);
@@ -288,7 +289,7 @@ impl TaskRun<'_> {
 
     async fn evaluate_kernels_unwatched(
         &self,
-        phase: &str,
+        phase: ContainerPhase,
         staged: Option<&[StagedSource]>,
         event: EventKind,
     ) -> Result<Phase> {
@@ -339,10 +340,15 @@ impl TaskRun<'_> {
         })
     }
 
-    pub(crate) fn gate_events(&self, phase: &str, evaluation: &Evaluation, event: EventKind) {
+    pub(crate) fn gate_events(
+        &self,
+        phase: ContainerPhase,
+        evaluation: &Evaluation,
+        event: EventKind,
+    ) {
         // A harness's words on hidden configurations may name them: unseen phases tell
         // only arena's own labels.
-        let unseen = phase.starts_with("unseen");
+        let unseen = phase.sees_hidden();
         let emit = |gate: &str, passed: bool, message: String| {
             let message = if unseen && !message.is_empty() && !passed {
                 super::unseen::redact_error(&message)
@@ -431,7 +437,11 @@ impl TaskRun<'_> {
         match staged {
             Ok(staged) => {
                 let p = self
-                    .evaluate_kernels("candidate", Some(&staged), EventKind::EvaluatorGate)
+                    .evaluate_kernels(
+                        ContainerPhase::Candidate,
+                        Some(&staged),
+                        EventKind::EvaluatorGate,
+                    )
                     .await?;
                 Ok(Candidate {
                     evaluation: p.evaluation.clone(),

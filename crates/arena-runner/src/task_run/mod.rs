@@ -14,6 +14,7 @@ mod evaluate;
 mod image;
 #[cfg(test)]
 mod paired_tests;
+pub(crate) mod phase;
 mod result;
 mod self_reported;
 #[cfg(test)]
@@ -42,6 +43,7 @@ use tracing::Instrument;
 
 use crate::error::{Result, RunnerError};
 use crate::gpus::Gpu;
+use phase::ContainerPhase;
 
 pub(crate) use baseline::unusable;
 pub use image::image_env;
@@ -160,7 +162,7 @@ impl RunContext {
     async fn container(
         &self,
         item: &Item,
-        phase: &str,
+        phase: ContainerPhase,
         image: &ImageRef,
         config: ContainerConfig,
         timeout_s: u64,
@@ -169,22 +171,18 @@ impl RunContext {
         // have been planted on the way since the task run began.
         self.rundir.secure_item_dir(item)?;
         let req = RunRequest {
-            id: container_id(&self.record.run_id, &self.attempt, item, phase),
+            id: container_id(&self.record.run_id, &self.attempt, item, &phase.to_string()),
             image: image.clone(),
             config,
             timeout: Duration::from_secs(timeout_s),
             log_dir: self.rundir.item_dir(item).join("logs"),
             // A kernel under test on hidden configurations could print them: its output is
             // drained and counted, never kept.
-            log_cap: if phase.starts_with("unseen") {
-                0
-            } else {
-                LOG_CAP
-            },
+            log_cap: if phase.sees_hidden() { 0 } else { LOG_CAP },
             labels: HashMap::new(),
             cancel: Some(self.cancel.clone()),
         };
-        let span = tracing::info_span!("container", phase, id = %req.id);
+        let span = tracing::info_span!("container", phase = %phase, id = %req.id);
         let out = run_container(&self.rt, req)
             .instrument(span.clone())
             .await

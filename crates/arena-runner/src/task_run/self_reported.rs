@@ -19,12 +19,13 @@ use arena_eval::untrusted::read_text_beneath;
 use arena_runtime::{BindMount, ContainerConfig, Network, RunOutcome, Tmpfs};
 use arena_task::EntryKind;
 
+use super::phase::ContainerPhase;
 use super::{bind, TaskRun};
 use crate::error::{Result, RunnerError};
 
 /// One self-reported evaluator container.
 pub(crate) struct SelfReportedRun<'a> {
-    pub phase: &'a str,
+    pub phase: ContainerPhase,
     pub job: GatesJob,
     pub sources: &'a [StagedSource],
     /// Where the sources go: over the image's task (false), or apart for a paired job's
@@ -83,7 +84,7 @@ pub(crate) fn make_view(task_dir: &Path, own: &[(String, String)], dir: &Path) -
 impl TaskRun<'_> {
     pub(crate) async fn self_reported(&self, r: SelfReportedRun<'_>) -> Result<SelfReportedOut> {
         let ctx = self.ctx;
-        let dir = ctx.rundir.item_dir(self.item).join(r.phase);
+        let dir = ctx.rundir.item_dir(self.item).join(r.phase.to_string());
         let out = dir.join("out");
         let _ = std::fs::remove_dir_all(&out);
         std::fs::create_dir_all(&out).map_err(io(&out))?;

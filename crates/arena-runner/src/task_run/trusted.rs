@@ -17,6 +17,7 @@ use arena_eval::GateTimeouts;
 use arena_runtime::{BindMount, ContainerConfig, Network, RunOutcome, Tmpfs};
 
 use super::agent::copy_task_tree;
+use super::phase::ContainerPhase;
 use super::{bind, TaskRun};
 use crate::error::{Result, RunnerError};
 
@@ -25,7 +26,7 @@ const SCRATCH_BYTES: u64 = 2 << 30;
 
 /// One trusted evaluator container.
 pub(crate) struct TrustedRun<'a> {
-    pub phase: &'a str,
+    pub phase: ContainerPhase,
     pub roles: &'a [Role],
     /// The agent's staged sources, where CANDIDATE is a role.
     pub candidate: Option<&'a [StagedSource]>,
@@ -200,7 +201,7 @@ impl TaskRun<'_> {
         let harness_rel = self
             .trusted_harness()
             .ok_or_else(|| RunnerError::Other("the task has no trusted harness".into()))?;
-        let dir = ctx.rundir.item_dir(self.item).join(r.phase);
+        let dir = ctx.rundir.item_dir(self.item).join(r.phase.to_string());
         let ed = EvaluatorDir::prepare(self.task, &dir)?;
         if let Some(staged) = r.candidate {
             // Each staged file is `<stage>/<rel>`: the stage is that many levels up.

@@ -22,6 +22,7 @@ use arena_task::hidden::TaskUnseen;
 use arena_task::split;
 
 use super::evaluate::{gate_label, Phase};
+use super::phase::{ContainerPhase, UnseenStep};
 use super::self_reported::SelfReportedRun;
 use super::{bind, TaskRun};
 use crate::error::{Result, RunnerError};
@@ -59,9 +60,9 @@ impl TaskRun<'_> {
             private: &private,
         };
         let outcome = async {
-            let original = unseen.kernel("unseen-original", &[]).await?;
+            let original = unseen.kernel(ContainerPhase::UNSEEN_ORIGINAL, &[]).await?;
             let optimized = match staged {
-                Some(s) => Some(unseen.kernel("unseen-optimized", s).await?),
+                Some(s) => Some(unseen.kernel(ContainerPhase::UNSEEN_OPTIMIZED, s).await?),
                 None => None,
             };
             Ok::<_, RunnerError>((original, optimized))
@@ -279,20 +280,29 @@ impl UnseenEval<'_> {
         self.set.configs.iter().map(|c| c.entry.clone()).collect()
     }
 
-    async fn evaluate(&self, phase: &str, sources: &[StagedSource], dir: &Path) -> Result<Phase> {
+    async fn evaluate(
+        &self,
+        phase: ContainerPhase,
+        sources: &[StagedSource],
+        dir: &Path,
+    ) -> Result<Phase> {
         self.run
             .evaluate(phase, sources, &self.binds(dir), EventKind::EvaluatorGate)
             .await
     }
 
     /// One kernel (`sources` over the image's; none for the original) on the whole set.
-    async fn kernel(&self, phase: &str, sources: &[StagedSource]) -> Result<KernelOnUnseen> {
+    async fn kernel(
+        &self,
+        phase: ContainerPhase,
+        sources: &[StagedSource],
+    ) -> Result<KernelOnUnseen> {
         let n = self.set.configs.len();
         let kernels = self.kernels(sources)?;
         if self.decl.one_config_per_file() {
             // One container, one compile: each configuration's files are laid over the
             // kernel's tree before its steps (the agent's kernel part is in them already).
-            let views = self.private.join(phase);
+            let views = self.private.join(phase.to_string());
             for (k, entry) in self.entries().into_iter().enumerate() {
                 self.write_variant(&views.join(k.to_string()), &[entry], &kernels)?;
             }
@@ -304,14 +314,14 @@ impl UnseenEval<'_> {
             let evaluation = merge_per_config(evals, self.set);
             return Ok(KernelOnUnseen::judged(evaluation, self.set, passed));
         }
-        let dir = self.private.join(phase);
+        let dir = self.private.join(phase.to_string());
         self.write_variant(&dir, &self.entries(), &kernels)?;
         let over = self.over_variant(sources, &dir, &kernels);
         let evaluation = self.evaluate(phase, &over, &dir).await?.evaluation;
         let passed = if evaluation.correct() {
             vec![true; n]
         } else if evaluation.compiled() {
-            self.probe(&format!("{phase}-probe"), sources, &kernels)
+            self.probe(phase.step(UnseenStep::Probe), sources, &kernels)
                 .await?
         } else {
             vec![false; n]
@@ -322,7 +332,7 @@ impl UnseenEval<'_> {
     /// Compiles once and runs correctness per configuration in one evaluator container.
     async fn probe(
         &self,
-        phase: &str,
+        phase: ContainerPhase,
         sources: &[StagedSource],
         kernels: &Kernels,
     ) -> Result<Vec<bool>> {
@@ -332,7 +342,9 @@ impl UnseenEval<'_> {
             .into_iter()
             .map(|e| self.variant_texts(&[e], kernels))
             .collect::<Result<Vec<_>>>()?;
-        let views = self.run.views(&self.private.join(phase), &variants)?;
+        let views = self
+            .run
+            .views(&self.private.join(phase.to_string()), &variants)?;
         let timeouts = GateTimeouts::for_task(&self.run.task.config);
         let mut job = GatesJob::probe(
             &self.run.task.config,

@@ -17,6 +17,7 @@ use arena_eval::{Gate, GatesJob};
 use arena_proto::v1::EventKind;
 
 use super::evaluate::timeout_note;
+use super::phase::{ContainerPhase, UnseenStep};
 use super::self_reported::SelfReportedRun;
 use super::{bind, TaskRun};
 use crate::error::{Result, RunnerError};
@@ -27,7 +28,7 @@ impl TaskRun<'_> {
     /// configuration, in order.
     pub(crate) async fn evaluate_per_config(
         &self,
-        phase: &str,
+        phase: ContainerPhase,
         sources: &[StagedSource],
         views: &Path,
         configs: usize,
@@ -65,7 +66,7 @@ impl TaskRun<'_> {
             }
             let evaluation = collect_codes(&config_codes(&codes, k), &dir, note.as_deref(), how);
             self.gate_events(
-                &format!("{phase}-{k}"),
+                phase.step(UnseenStep::Config(k)),
                 &evaluation,
                 EventKind::EvaluatorGate,
             );

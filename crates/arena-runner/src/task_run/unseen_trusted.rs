@@ -12,6 +12,7 @@ use arena_eval::untrusted::read_text_beneath;
 use arena_task::hidden::TaskUnseen;
 use serde::Deserialize;
 
+use super::phase::ContainerPhase;
 use super::trusted::TrustedRun;
 use super::unseen::KernelOnUnseen;
 use super::TaskRun;
@@ -102,7 +103,7 @@ impl TaskRun<'_> {
         };
         let t = self
             .trusted(TrustedRun {
-                phase: "unseen",
+                phase: ContainerPhase::Unseen,
                 roles,
                 candidate: staged,
                 hidden: Some(hidden_file),
