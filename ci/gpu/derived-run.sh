@@ -2,7 +2,7 @@
 # On an offline NVIDIA GPU machine (issue 38's bar): AgentKernelArena tasks with derived
 # harnesses through `arenactl run` (containers: baseline, agent, evaluator), with the noop agent
 # and with ci/gpu/agents/sync_noop.toml, then a noop run with hidden unseen configurations.
-# With two GPUs the noop run has GPU 0 and the sync_noop run, then the unseen run, GPU 1.
+# Each run's tasks are shared out over the machine's GPUs, one task run per GPU at a time.
 #
 # usage: ci/gpu/derived-run.sh BIN_DIR TASKS_DIR OUT_DIR
 #   BIN_DIR: release `arenactl`, containerd-bundle.tar.xz and start-containerd.sh
@@ -11,7 +11,8 @@
 #   ARENA_GPU_TASKS: the task dir names to run (default: every one under TASKS_DIR);
 #   ARENA_GPU_CONFIGS: visible configurations kept per task (ci/gpu/first-configs.py; default 1);
 #   ARENA_GPU_UNSEEN_TASKS: the tasks of the unseen run (default: the first two);
-#   ARENA_GPU_PER_TASK: hidden configurations per task (default 2).
+#   ARENA_GPU_PER_TASK: hidden configurations per task (default 2);
+#   ARENA_GPU_RUNS: which runs, in order (default "noop sync_noop unseen").
 # Ends with "DONE"; results.json, the reports and the logs of each run are under OUT_DIR.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -75,17 +76,24 @@ run() { # NAME GPU AGENT [ARGS...]
   $arenactl report "$work/run-$name" --format json >"$out/$name-report.json" 2>/dev/null
 }
 unseen_tasks=${ARENA_GPU_UNSEEN_TASKS:-$(echo $tasks | cut -d' ' -f1-2)}
-unseen_args=(--unseen "$work/hidden")
-for t in $unseen_tasks; do unseen_args+=(--tasks "$t"); done
+agent_of() { [ "$1" = sync_noop ] && echo ci/gpu/agents/sync_noop.toml || echo ci/agents/noop.toml; }
+# Each run's tasks are shared out over the GPUs (every NGPU-th from the g-th): GPU g runs its
+# part of each run in turn, into OUT/RUN-gG-*.
 SECONDS=0
-if [ "$ngpu" -ge 2 ]; then
-  run noop 0 ci/agents/noop.toml &
-  (run sync_noop 1 ci/gpu/agents/sync_noop.toml; run unseen 1 ci/agents/noop.toml "${unseen_args[@]}") &
-  wait
-else
-  run noop 0 ci/agents/noop.toml
-  run sync_noop 0 ci/gpu/agents/sync_noop.toml
-  run unseen 0 ci/agents/noop.toml "${unseen_args[@]}"
-fi
+for g in $(seq 0 $((ngpu - 1))); do
+  (
+    for r in ${ARENA_GPU_RUNS:-noop sync_noop unseen}; do
+      list=$tasks
+      [ "$r" = unseen ] && list=$unseen_tasks
+      part=$(echo $list | tr ' ' '\n' | awk -v g="$g" -v n="$ngpu" 'NF && (NR - 1) % n == g')
+      [ -n "$part" ] || continue
+      args=()
+      for t in $part; do args+=(--tasks "$t"); done
+      [ "$r" = unseen ] && args+=(--unseen "$work/hidden")
+      run "$r-g$g" "$g" "$(agent_of "$r")" "${args[@]}"
+    done
+  ) &
+done
+wait
 python3 ci/gpu/derived-summary.py "$out"
 echo DONE

@@ -2,21 +2,33 @@
 """The tables of ci/gpu/derived-run.sh: per task, the noop run's speedup and interval (from
 `arenactl report --format json`: does it hold 1?), what the sync_noop run's candidate got, and
 what the unseen run's hidden configurations gave each kernel, with the trust and harness the
-evaluator ran. Reads OUT/{noop,sync_noop,unseen}-{results,report}.json, whichever exist.
+evaluator ran. Reads OUT/{noop,sync_noop,unseen}[-gG]-{results,report}.json, whichever exist.
 
 usage: ci/gpu/derived-summary.py OUT_DIR
 """
+import glob
 import json
 import os
 import sys
 
 
 def load(out, name):
-    try:
-        with open(os.path.join(out, name)) as f:
-            return json.load(f)
-    except (OSError, ValueError):
-        return None
+    """OUT/RUN-KIND.json, or the parts of a run shared out over GPUs (OUT/RUN-gG-KIND.json)
+    with their task lists joined."""
+    run, kind = name.rsplit("-", 1)
+    paths = [os.path.join(out, name)] + sorted(glob.glob(os.path.join(out, f"{run}-g*-{kind}")))
+    merged = None
+    for p in paths:
+        try:
+            with open(p) as f:
+                part = json.load(f)
+        except (OSError, ValueError):
+            continue
+        if merged is None:
+            merged = part
+        else:
+            merged["tasks"] = merged.get("tasks", []) + part.get("tasks", [])
+    return merged
 
 
 def gates(e):
