@@ -59,8 +59,10 @@ def recv(fd):
         raise WireError(f"message of {n} bytes is over the limit")
     try:
         return json.loads(_read_exact(fd, n))
-    except ValueError as e:
-        raise WireError(f"not JSON: {e}") from None
+    except (ValueError, RecursionError) as e:
+        # Nesting deeper than the interpreter's recursion limit ("[" * 100000) is not JSON
+        # this side reads either: the same refusal, not an error of another kind.
+        raise WireError(f"not JSON: {type(e).__name__}: {e}") from None
 
 
 def encode(obj, out=None, depth=0):
