@@ -51,7 +51,9 @@ proptest! {
         let build = d.path().join("build");
         std::fs::create_dir(&build).unwrap();
         for (j, name) in REPORTS.iter().enumerate() {
-            let text = if j == 2 && i == REPORTS.len() { bytes.clone() } else if j == i { bytes.clone() } else { base(j).into_bytes() };
+            // The list of cases (the last base) stands in for the performance report.
+            let edited = j == i || (j == 2 && i == REPORTS.len());
+            let text = if edited { bytes.clone() } else { base(j).into_bytes() };
             std::fs::write(build.join(name), text).unwrap();
         }
         std::fs::write(d.path().join("gates"), "compile 0\ncorrectness 0\nperformance 0\n").unwrap();
