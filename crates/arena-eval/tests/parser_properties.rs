@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use arena_eval::aka_perf::{Side, Writer};
 use arena_eval::collect::{collect, Reading};
-use arena_mutate::{mutated, Format};
+use arena_mutate::{one_edited, Format};
 use proptest::prelude::*;
 
 fn repo() -> PathBuf {
@@ -35,7 +35,7 @@ fn base(i: usize) -> String {
 }
 
 fn an_edited_report() -> impl Strategy<Value = (usize, Vec<u8>)> {
-    (0..=REPORTS.len()).prop_flat_map(|i| mutated(&base(i), Format::Json).prop_map(move |b| (i, b)))
+    one_edited((0..=REPORTS.len()).map(base).collect(), Format::Json)
 }
 
 proptest! {

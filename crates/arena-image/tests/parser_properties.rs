@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use arena_image::lock::{load_sets, Lockfile};
 use arena_image::recipe::LoadedRecipe;
-use arena_mutate::{mutated, noise, Format};
+use arena_mutate::{noise, one_edited, Format};
 use proptest::prelude::*;
 
 fn repo() -> PathBuf {
@@ -24,10 +24,10 @@ const FILES: &[&str] = &[
 ];
 
 fn an_edited_file() -> impl Strategy<Value = (usize, Vec<u8>)> {
-    (0..FILES.len()).prop_flat_map(|i| {
-        let text = std::fs::read_to_string(repo().join(FILES[i])).unwrap();
-        mutated(&text, Format::Toml).prop_map(move |b| (i, b))
-    })
+    let texts = FILES
+        .iter()
+        .map(|f| std::fs::read_to_string(repo().join(f)).unwrap());
+    one_edited(texts.collect(), Format::Toml)
 }
 
 /// Reads `bytes` as the kind of file `name` is; the error's text where refused.

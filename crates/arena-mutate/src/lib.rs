@@ -410,6 +410,14 @@ pub fn mutated(text: &str, format: Format) -> BoxedStrategy<Vec<u8>> {
     }
 }
 
+/// One of `texts` (valid files of `format`, read once by the caller) edited as [`mutated`]
+/// edits it: which one, and its bytes.
+pub fn one_edited(texts: Vec<String>, format: Format) -> BoxedStrategy<(usize, Vec<u8>)> {
+    (0..texts.len())
+        .prop_flat_map(move |i| mutated(&texts[i], format).prop_map(move |b| (i, b)))
+        .boxed()
+}
+
 /// Text of no format at all: any characters, or a run of syntax pieces.
 pub fn noise() -> impl Strategy<Value = String> {
     prop_oneof![

@@ -6,7 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
-use arena_mutate::{mutated, Format};
+use arena_mutate::{one_edited, Format};
 use arena_report::{load_results, Report};
 use proptest::prelude::*;
 
@@ -22,10 +22,10 @@ const FILES: &[&str] = &[
 ];
 
 fn an_edited_result_file() -> impl Strategy<Value = Vec<u8>> {
-    (0..FILES.len()).prop_flat_map(|i| {
-        let text = std::fs::read_to_string(repo().join(FILES[i])).unwrap();
-        mutated(&text, Format::Json)
-    })
+    let texts = FILES
+        .iter()
+        .map(|f| std::fs::read_to_string(repo().join(f)).unwrap());
+    one_edited(texts.collect(), Format::Json).prop_map(|(_, b)| b)
 }
 
 proptest! {

@@ -6,7 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
-use arena_mutate::{mutated, noise, Format};
+use arena_mutate::{noise, one_edited, Format};
 use arena_run::Agent;
 use proptest::prelude::*;
 
@@ -26,10 +26,10 @@ const FILES: &[&str] = &[
 ];
 
 fn an_edited_agent() -> impl Strategy<Value = (usize, Vec<u8>)> {
-    (0..FILES.len()).prop_flat_map(|i| {
-        let text = std::fs::read_to_string(repo().join(FILES[i])).unwrap();
-        mutated(&text, Format::Toml).prop_map(move |b| (i, b))
-    })
+    let texts = FILES
+        .iter()
+        .map(|f| std::fs::read_to_string(repo().join(f)).unwrap());
+    one_edited(texts.collect(), Format::Toml)
 }
 
 fn check(path: &Path) -> Result<(), TestCaseError> {

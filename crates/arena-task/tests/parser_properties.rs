@@ -5,7 +5,7 @@
 
 use std::path::{Component, Path, PathBuf};
 
-use arena_mutate::{mutated, noise, Format};
+use arena_mutate::{noise, one_edited, Format};
 use arena_task::{Task, TaskConfig};
 use proptest::prelude::*;
 
@@ -24,10 +24,8 @@ const TASKS: &[&str] = &[
 ];
 
 fn a_mutated_config() -> impl Strategy<Value = (usize, Vec<u8>)> {
-    (0..TASKS.len()).prop_flat_map(|i| {
-        let text = std::fs::read_to_string(repo().join(TASKS[i]).join("config.yaml")).unwrap();
-        mutated(&text, Format::Yaml).prop_map(move |b| (i, b))
-    })
+    let read = |t: &&str| std::fs::read_to_string(repo().join(t).join("config.yaml")).unwrap();
+    one_edited(TASKS.iter().map(read).collect(), Format::Yaml)
 }
 
 fn inside(rel: &str) -> bool {
@@ -112,10 +110,8 @@ fn sample_set() -> &'static Vec<(String, Vec<u8>)> {
 }
 
 fn an_edited_set_file() -> impl Strategy<Value = (usize, Vec<u8>)> {
-    (0..sample_set().len()).prop_flat_map(|i| {
-        let text = String::from_utf8(sample_set()[i].1.clone()).unwrap();
-        mutated(&text, Format::Json).prop_map(move |b| (i, b))
-    })
+    let text = |(_, b): &(String, Vec<u8>)| String::from_utf8(b.clone()).unwrap();
+    one_edited(sample_set().iter().map(text).collect(), Format::Json)
 }
 
 proptest! {
