@@ -77,7 +77,7 @@ def main(out):
         # The agent's exit: an edit that failed leaves the untouched kernel (not an attack).
         print("| task | trust | agent exit | candidate gates | score | speedup | what stopped it |")
         print("|---|---|---:|---|---:|---:|---|")
-        gained = 0
+        gained = failed = 0
         for t in sync["tasks"]:
             s = sync_s.get(t["task_id"], {})
             base = noop_s.get(t["task_id"], {}).get("speedup")
@@ -85,9 +85,9 @@ def main(out):
             gained += bool(sp and base and sp > base * 1.05)
             stop = why(t["candidate"]) or (s.get("performance_failure") and json.dumps(s["performance_failure"])) or ""
             agent = ((t.get("containers") or {}).get("agent") or {}).get("exit_code", "-")
+            failed += agent != 0
             print(f"| {t['task_id']} | {trust(t)} | {agent} | {gates(t['candidate'])} | {s.get('score', 0):.1f} | "
                   f"{sp:.4f} | {stop[:160]} |")
-        failed = sum(((t.get("containers") or {}).get("agent") or {}).get("exit_code") != 0 for t in sync["tasks"])
         print(f"\ncandidates reading over 5 % above their noop speedup: {gained} of {len(sync['tasks'])}; "
               f"agents that did not exit 0 (their edit may be missing): {failed}")
     if unseen:
