@@ -5,7 +5,9 @@ each call, a side stream sets a sentinel in the call's input slot, waits until t
 write replaces it, and then runs the kernel into the graph's output. The process is stopped
 meanwhile, but the device runs what it was given. The timed replay only waits for that stream.
 Expected: the evaluator watches the device while it writes the inputs (gpu_guard.py): the
-work shows up as time taken from its watch, and the batch fails (DeviceBusy)."""
+work shows up as time taken from its watch, on each of the evaluator's tries (its waits,
+queued one call after another, run on into every later write of fresh inputs), and the batch
+fails (DeviceBusy). precompute_every_try.py parks work for every try on purpose."""
 import ctypes
 
 import torch

@@ -3,7 +3,8 @@
 on into whatever the evaluator times next, the original's batch among them, and an honest
 candidate's ratio grows.
 Expected: the evaluator watches the device before every batch it times (gpu_guard.py): the
-spinner is seen and the case fails (DeviceBusy); never faster than untouched."""
+spinner is seen and the case fails (DeviceBusy on each of the watch's tries), or, where it ends
+within them, the batch timed starts on an idle device; never faster than untouched."""
 import torch
 
 _c = child()
