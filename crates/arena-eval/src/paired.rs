@@ -70,14 +70,18 @@ pub fn run_name(round: usize, role: &str) -> String {
 /// The step that compiles the original in its own tree before the rounds.
 pub const BASELINE_COMPILE: &str = "baseline-compile";
 
-fn median(xs: &[f64]) -> f64 {
-    let mut v = xs.to_vec();
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
+/// The median of `xs` (the mean of the middle two for an even count), reordering `xs`: one
+/// definition for arena's pair ratios here and its report's statistics (arena-report).
+/// `xs` must not be empty.
+pub fn median(xs: &mut [f64]) -> f64 {
+    let n = xs.len();
+    let (lower, mid, _) = xs.select_nth_unstable_by(n / 2, f64::total_cmp);
     if n % 2 == 1 {
-        v[n / 2]
+        *mid
     } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
+        // The largest of the lower half is its neighbour.
+        let below = lower.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        (below + *mid) / 2.0
     }
 }
 
@@ -210,10 +214,11 @@ pub fn collect_performance(
             case.execution_time_ms = -1.0;
             case.extra.insert("error".into(), json!(why));
         } else {
-            let b: Vec<f64> = pairs.iter().map(|p| p[0]).collect();
-            let c: Vec<f64> = pairs.iter().map(|p| p[1]).collect();
-            case.execution_time_ms = median(&c);
-            case.extra.insert("baseline_ms".into(), json!(median(&b)));
+            let mut b: Vec<f64> = pairs.iter().map(|p| p[0]).collect();
+            let mut c: Vec<f64> = pairs.iter().map(|p| p[1]).collect();
+            case.execution_time_ms = median(&mut c);
+            case.extra
+                .insert("baseline_ms".into(), json!(median(&mut b)));
             case.extra.insert("pairs_ms".into(), json!(pairs));
             // Every case of a round comes from the same two processes: a process that runs
             // slow slows all its cases. Intervals resample rounds, not each case's pairs.
@@ -320,7 +325,7 @@ pub fn first_inconsistent_round(
 
 /// The median of wall seconds (for the cross-check), `None` if there are none.
 pub fn median_wall(walls: &[f64]) -> Option<f64> {
-    (!walls.is_empty()).then(|| median(walls))
+    (!walls.is_empty()).then(|| median(&mut walls.to_vec()))
 }
 
 /// Fills a paired evaluation's performance from what the container left.

@@ -30,6 +30,14 @@ pub const SCRATCH: &str = "/scratch";
 pub const EVALUATOR_SCRATCH: &str = "/scratch/evaluator";
 /// The task's hidden unseen configurations (root-only), in unseen evaluations.
 pub const HIDDEN: &str = "/arena/hidden/task.json";
+/// The variables that say which of a machine's GPUs a process may use (CUDA's, ROCm's, HIP's),
+/// in the order they are consulted: passed to the evaluator, and read by the runner where
+/// `--gpus auto` finds GPUs, and under Slurm after its own.
+pub const VISIBLE_DEVICE_VARS: [&str; 3] = [
+    "CUDA_VISIBLE_DEVICES",
+    "ROCR_VISIBLE_DEVICES",
+    "HIP_VISIBLE_DEVICES",
+];
 /// A warm evaluator's directory (root-only): its socket, where the runner connects.
 pub const CTL: &str = "/arena/ctl";
 /// The warm evaluator's socket, in [`CTL`].
@@ -82,6 +90,7 @@ files!(
     "child.py",
     "clean.py",
     "data.py",
+    "deadline.py",
     "derived.py",
     "derived_check.py",
     "driver.py",
@@ -281,13 +290,11 @@ impl Job {
             hidden: None,
             unseen: false,
             quiet_kernels: false,
-            pass_env: vec![
-                "CUDA_VISIBLE_DEVICES".into(),
-                "ROCR_VISIBLE_DEVICES".into(),
-                "HIP_VISIBLE_DEVICES".into(),
-                "LD_LIBRARY_PATH".into(),
-                "NVIDIA_VISIBLE_DEVICES".into(),
-            ],
+            pass_env: VISIBLE_DEVICE_VARS
+                .iter()
+                .chain(&["LD_LIBRARY_PATH", "NVIDIA_VISIBLE_DEVICES"])
+                .map(|v| v.to_string())
+                .collect(),
             deadline_s: timeouts.total(),
             accelerator: true,
             serve: None,

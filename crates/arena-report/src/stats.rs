@@ -1,23 +1,12 @@
 //! Statistics the reports and comparisons print: bootstrap intervals (seeded, so that a report
 //! is the same bytes every time it is made), the Wilcoxon signed-rank test and fast_p curves.
 
+use arena_eval::paired::median;
 use arena_eval::record::PerfCase;
 
 /// Resamples per bootstrap interval; the seed is fixed so that reports are reproducible.
 pub const RESAMPLES: usize = 1000;
 const SEED: u64 = 0x0a7e_4a5e_ed00_0001;
-
-fn median(xs: &mut [f64]) -> f64 {
-    let n = xs.len();
-    let (lower, mid, _) = xs.select_nth_unstable_by(n / 2, f64::total_cmp);
-    if n % 2 == 1 {
-        *mid
-    } else {
-        // The largest of the lower half is its neighbour.
-        let below = lower.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-        (below + *mid) / 2.0
-    }
-}
 
 /// The `q` quantile (0–1) of sorted `xs`, linearly interpolated.
 pub fn quantile(sorted: &[f64], q: f64) -> f64 {

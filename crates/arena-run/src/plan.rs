@@ -84,23 +84,32 @@ pub fn load_tasks(
     let ids: Vec<String> = lock.images.iter().filter_map(|r| r.task.clone()).collect();
     let mut tasks = BTreeMap::new();
     for id in select(selectors, &ids)? {
-        let rec = lock
-            .task_image(&id)
-            .ok_or_else(|| RunError::Other(format!("{id}: selected but not in the lockfile")))?;
         let task = Task::load(&root.join(&id), &id)?;
-        let found = arena_task::task_digest(&task.dir)?.to_string();
-        let expected = rec.task_digest.clone().unwrap_or_default();
-        if found != expected {
-            return Err(RunError::Drift {
-                task: id,
-                what: format!("task tree {}", task.dir.display()),
-                expected,
-                found,
-            });
-        }
+        check_locked_tree(lock, lock_path, &task)?;
         tasks.insert(task.id.to_string(), task);
     }
     Ok(tasks)
+}
+
+/// The one check that a task's tree is the one `lock` was made from: the task is in the
+/// lockfile, and its tree's digest is the one locked (runs, and `unseen generate --probe`,
+/// which runs the task's locked image).
+pub fn check_locked_tree(lock: &Lockfile, lock_path: &Path, task: &Task) -> Result<()> {
+    let id = task.id.as_str();
+    let rec = lock.task_image(id).ok_or_else(|| {
+        RunError::Other(format!("{id}: not in the lockfile {}", lock_path.display()))
+    })?;
+    let found = arena_task::task_digest(&task.dir)?.to_string();
+    let expected = rec.task_digest.clone().unwrap_or_default();
+    if found != expected {
+        return Err(RunError::Drift {
+            task: id.to_string(),
+            what: format!("task tree {}", task.dir.display()),
+            expected,
+            found,
+        });
+    }
+    Ok(())
 }
 
 /// A run checked and recorded as far as it can be without a container engine: its lockfile,
@@ -279,6 +288,43 @@ impl Recorded {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The lock check runs and the unseen probe share: the locked tree passes, a changed copy
+    /// of it is drift naming both digests, and a task the lockfile lacks names the lockfile.
+    #[test]
+    fn a_task_tree_is_checked_against_its_locked_digest() {
+        let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let lock_path = repo.join("lockfiles/cpu.lock");
+        let lock = Lockfile::load(&lock_path).unwrap();
+        let id = "python2python/arena/prefix_sum";
+        let task = Task::load(&repo.join("tasks").join(id), id).unwrap();
+        check_locked_tree(&lock, &lock_path, &task).unwrap();
+
+        let d = tempfile::tempdir().unwrap();
+        let copy = d.path().join("prefix_sum");
+        let o = std::process::Command::new("cp")
+            .arg("-r")
+            .arg(&task.dir)
+            .arg(&copy)
+            .status()
+            .unwrap();
+        assert!(o.success());
+        std::fs::write(copy.join("config.yaml"), {
+            let mut c = std::fs::read_to_string(copy.join("config.yaml")).unwrap();
+            c.push_str("\n# changed\n");
+            c
+        })
+        .unwrap();
+        let changed = Task::load(&copy, id).unwrap();
+        let e = check_locked_tree(&lock, &lock_path, &changed).unwrap_err();
+        assert!(matches!(e, RunError::Drift { .. }), "{e}");
+        let found = arena_task::task_digest(&copy).unwrap().to_string();
+        assert!(e.to_string().contains(&found), "{e}");
+
+        let other = Task::load(&copy, "python2python/arena/not_locked").unwrap();
+        let e = check_locked_tree(&lock, &lock_path, &other).unwrap_err();
+        assert!(e.to_string().contains("cpu.lock"), "{e}");
+    }
 
     #[test]
     fn selectors() {

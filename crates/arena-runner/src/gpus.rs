@@ -44,29 +44,36 @@ pub fn parse_gpus(spec: &str) -> Result<Vec<Gpu>> {
 }
 
 /// Where Slurm says which GPU a job holds, most specific first: the node's GPU index
-/// (`SLURM_JOB_GPUS`, `SLURM_STEP_GPUS`), then the visible-device lists it sets.
-pub const SLURM_GPU_VARS: [&str; 4] = [
-    "SLURM_JOB_GPUS",
-    "SLURM_STEP_GPUS",
-    "CUDA_VISIBLE_DEVICES",
-    "ROCR_VISIBLE_DEVICES",
-];
+/// (`SLURM_JOB_GPUS`, `SLURM_STEP_GPUS`), then the visible-device lists it sets
+/// (arena_eval::trusted::VISIBLE_DEVICE_VARS).
+fn slurm_gpu_vars() -> impl Iterator<Item = &'static str> {
+    ["SLURM_JOB_GPUS", "SLURM_STEP_GPUS"]
+        .into_iter()
+        .chain(arena_eval::trusted::VISIBLE_DEVICE_VARS)
+}
+
+/// The visible-device list this process was given, if any (the first of
+/// arena_eval::trusted::VISIBLE_DEVICE_VARS that is set): what `--gpus auto` is cut to.
+pub fn visible_from_env() -> Option<String> {
+    arena_eval::trusted::VISIBLE_DEVICE_VARS
+        .iter()
+        .find_map(|k| std::env::var(k).ok())
+}
 
 /// The GPU Slurm allocated to this job (`--gres=gpu:1`), mapped to a device profile so that
 /// only that GPU enters the containers: `/dev/nvidiaN` if present, else the N-th AMD render
 /// node (with `/dev/kfd`), else a slot without a device carrying Slurm's index (a node whose
 /// "GPUs" are Slurm gres stand-ins, as in CI).
 pub fn slurm_gpu(dev: &Path, env: impl Fn(&str) -> Option<String>) -> Result<Gpu> {
-    let (var, value) = SLURM_GPU_VARS
-        .iter()
-        .find_map(|k| env(k).filter(|v| !v.trim().is_empty()).map(|v| (*k, v)))
+    let (var, value) = slurm_gpu_vars()
+        .find_map(|k| env(k).filter(|v| !v.trim().is_empty()).map(|v| (k, v)))
         .ok_or_else(|| {
             RunnerError::invalid(
                 "--gpus",
                 "slurm",
                 format!(
                     "none of {} is set: not inside a Slurm job with --gres=gpu:1",
-                    SLURM_GPU_VARS.join(", ")
+                    slurm_gpu_vars().collect::<Vec<_>>().join(", ")
                 ),
             )
         })?;

@@ -22,6 +22,7 @@ import traceback
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from data import CpuData  # noqa: E402
+from deadline import Deadline, install as install_deadline  # noqa: E402,F401  (serve.py names ev.Deadline)
 from harness import Harness  # noqa: E402
 from kernel import Kernel, KernelFailed  # noqa: E402
 from measure import Session  # noqa: E402
@@ -226,18 +227,6 @@ def unseen(s, kernels, out, gates, record):
     gates.write("unseen 0\n")
 
 
-class Deadline(BaseException):
-    """The job's deadline passed: whatever runs is stopped, and the evaluator ends.
-
-    Not an Exception: the alarm fires wherever the evaluator is, and the `except Exception`
-    that turns a harness's or a kernel's error into a failed gate must not turn the deadline
-    into one (a request out of time would be answered with failed gates, not the deadline)."""
-
-
-def _deadline(signum, frame):
-    raise Deadline("the evaluator's deadline passed")
-
-
 def run_gates(job, harness, data, configs, hidden, roles, out, gates, record, zygote=None, kept=None):
     """One evaluation of `roles` (the last is the one the gates judge), in fresh kernel
     processes (forked by `zygote` where there is one) and with a new secret seed: compile,
@@ -423,7 +412,7 @@ def main(job_path):
     with open(job_path) as f:
         job = json.load(f)
     own = use_own_scratch(job)
-    signal.signal(signal.SIGALRM, _deadline)
+    install_deadline("the evaluator")
     if job.get("serve"):
         import serve  # noqa: E402
 

@@ -29,6 +29,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import jail  # noqa: E402
 from clean import CLEANER, leftovers  # noqa: E402
+from deadline import Deadline, install as install_deadline  # noqa: E402
 
 REPORT_CAP = 4 << 20
 CAPTURE_CAP = 1 << 20
@@ -268,17 +269,6 @@ class Floor:
         return self.result
 
 
-class Deadline(BaseException):
-    """The job's deadline passed: the harness is stopped, and the gate runner ends.
-
-    Not an Exception, as evaluate.Deadline: no `except Exception` on its way (the floor
-    probe's) may take it for an error of what it guards."""
-
-
-def _deadline(signum, frame):
-    raise Deadline("the gate runner's deadline passed")
-
-
 def run_step(step, job, out, record, gates):
     """Runs a step's commands in order; returns whether it passed."""
     tree = step.get("tree")
@@ -333,7 +323,7 @@ def main(job_path):
     with open(job_path) as f:
         job = json.load(f)
     # The container's own limit holds even if nobody outside is left to enforce it.
-    signal.signal(signal.SIGALRM, _deadline)
+    install_deadline("the gate runner")
     signal.alarm(int(job.get("deadline_s", 3600)))
     out = job["out"]
     record = {"mode": "self_reported", "commands": [], "reports": {}}

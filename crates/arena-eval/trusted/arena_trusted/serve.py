@@ -176,9 +176,7 @@ def one(job, harness, data, configs, msg, zygote, kept):
 
 
 def serve(job):
-    # The deadline's exception is the one evaluate_into catches: this module's `evaluate`,
-    # not the copy that runs as __main__.
-    signal.signal(signal.SIGALRM, ev._deadline)
+    ev.install_deadline("the evaluator")
     zygote = ev.early_zygote(job)
     try:
         harness = Harness(job["harness"], job.get("accelerator", True))

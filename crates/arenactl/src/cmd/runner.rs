@@ -32,13 +32,7 @@ pub async fn local_engine_for(
     eval: arena_runner::evaluate::EvalSettings,
 ) -> anyhow::Result<Arc<Engine>> {
     let gpus = arena_runner::parse_gpus(&args.gpus)?;
-    let visible = [
-        "CUDA_VISIBLE_DEVICES",
-        "ROCR_VISIBLE_DEVICES",
-        "HIP_VISIBLE_DEVICES",
-    ]
-    .iter()
-    .find_map(|k| std::env::var(k).ok());
+    let visible = arena_runner::gpus::visible_from_env();
     let gpus = if args.gpus == "auto" {
         arena_runner::restrict_visible(gpus, visible.as_deref())?
     } else {

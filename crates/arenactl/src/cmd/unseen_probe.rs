@@ -46,31 +46,13 @@ fn round_seed(seed: u64, r: u32) -> u64 {
 }
 
 /// Every task is in the lockfile, with the very tree it is generated from: the probe runs
-/// the locked image of that tree.
+/// the locked image of that tree. Every task that is not is named.
 fn check_locked(tasks: &[Task], lock: &Lockfile, lock_path: &Path) -> anyhow::Result<()> {
-    let mut problems = Vec::new();
-    for t in tasks {
-        match lock.task_image(t.id.as_str()) {
-            None => problems.push(format!(
-                "{}: not in {}: a probe runs the task's locked image",
-                t.id,
-                lock_path.display()
-            )),
-            Some(rec) => {
-                let found = arena_task::task_digest(&t.dir)?.to_string();
-                if rec.task_digest.as_deref() != Some(found.as_str()) {
-                    problems.push(format!(
-                        "{}: {} has digest {found}, {} pins {}: generate from the tasks the \
-                         lockfile was made from",
-                        t.id,
-                        t.dir.display(),
-                        lock_path.display(),
-                        rec.task_digest.as_deref().unwrap_or("none")
-                    ));
-                }
-            }
-        }
-    }
+    let problems: Vec<String> = tasks
+        .iter()
+        .filter_map(|t| arena_run::plan::check_locked_tree(lock, lock_path, t).err())
+        .map(|e| format!("{e}: a probe runs the task's locked image"))
+        .collect();
     anyhow::ensure!(problems.is_empty(), "{}", problems.join("\n"));
     Ok(())
 }
