@@ -1,7 +1,8 @@
 //! `arenactl run` end to end on the CPU sample tasks, through a real containerd (a private
 //! daemon per test, started by ci/containerd.sh) and the in-process gRPC runner: three scripted
 //! agents (one optimizes, one breaks correctness, one tampers with the harness), a runner
-//! killed with SIGKILL and restarted on its run directory, and the refusal of drifted digests.
+//! killed with SIGKILL and restarted on its run directory, a run directory whose file system
+//! fills up, and the refusal of drifted digests.
 //! Needs root, containerd and runc (ci/setup.sh installs them).
 
 mod common;
@@ -160,6 +161,88 @@ fn three_scripted_agents_and_drift_refusal() {
         empty(&d.leftovers()),
         "containers, snapshots or leases leaked"
     );
+}
+
+/// A file system mounted for one test, unmounted when it ends (passed or not), before its
+/// directory is removed.
+struct Mounted(PathBuf);
+
+impl Drop for Mounted {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount")
+            .arg("-l")
+            .arg(&self.0)
+            .status();
+    }
+}
+
+/// The run directory's file system fills up inside a task run (issue 41: ENOSPC, a 160 KiB
+/// tmpfs, less than the evaluator's files it copies there): the run fails with the error
+/// named, nothing it wrote is half written (every result there parses), and it leaves no
+/// container, snapshot or lease. Once there is room, the same command completes the run.
+#[test]
+fn a_full_run_directory_fails_cleanly_and_the_same_command_completes_the_run() {
+    let d = Daemon::start();
+    let small = d.dir.path().join("small");
+    std::fs::create_dir_all(&small).unwrap();
+    let mount = |opts: &str| {
+        let o = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", opts, "tmpfs"])
+            .arg(&small)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "mount -o {opts}: {}", show(&o));
+    };
+    mount("size=160k");
+    let _mounted = Mounted(small.clone());
+    let out = small.join("run");
+    let mut args = d.run_args_all("ci/agents/noop.toml", &out);
+    args.extend(["--tasks", "python2python/arena/prefix_sum"].map(String::from));
+
+    let o = arenactl().args(&args).output().unwrap();
+    assert!(!o.status.success(), "a full disk passed: {}", show(&o));
+    assert!(
+        show(&o).contains("No space left on device"),
+        "the error is not named: {}",
+        show(&o)
+    );
+    assert!(
+        show(&o).contains("prefix_sum#0] error"),
+        "not a task run's failure: {}",
+        show(&o)
+    );
+    for f in walk(&out) {
+        if f.extension().is_some_and(|e| e == "json") {
+            let bytes = std::fs::read(&f).unwrap();
+            serde_json::from_slice::<Value>(&bytes)
+                .unwrap_or_else(|e| panic!("{} is half written: {e}", f.display()));
+        }
+    }
+    assert!(empty(&d.leftovers()), "{}", d.leftovers());
+
+    mount("remount,size=64m");
+    let o = arenactl().args(&args).arg("--json").output().unwrap();
+    assert!(o.status.success(), "{}", show(&o));
+    let report: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(report["finished"], 1, "{report}");
+    let rs = results(&out);
+    assert_eq!(rs.len(), 1);
+    assert!(score(&rs[0]).correct, "{}", rs[0]);
+    assert!(empty(&d.leftovers()), "{}", d.leftovers());
+}
+
+/// Every file below `dir`.
+fn walk(dir: &std::path::Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
 }
 
 #[test]
