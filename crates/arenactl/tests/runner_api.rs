@@ -387,3 +387,72 @@ fn tcp_needs_tokens_and_one_identity_cannot_act_on_anothers_run() {
     assert!(!Path::new("/var/tmp/arena-bob").exists());
     assert!(empty(&d.leftovers()));
 }
+
+/// `arenactl runner serve` killed with SIGKILL while a run submitted with `--runner` has its
+/// agent's container running (issue 41): the client fails, and the same client command,
+/// against a runner started again on the same store, completes the run: its one result is
+/// there once, and nothing of the killed runner's is left in containerd.
+#[test]
+fn a_killed_runner_serve_is_restarted_and_the_same_client_command_completes_the_run() {
+    let d = Daemon::start();
+    let sock = d.dir.path().join("runner.sock");
+    let listen = format!("unix:{}", sock.display());
+    let agent = d.dir.path().join("slow.toml");
+    std::fs::write(
+        &agent,
+        "name = \"slow\"\ncommand = [\"sh\", \"-c\", \"sleep 5\"]\ntimeout_s = 60\n",
+    )
+    .unwrap();
+    let out = d.dir.path().join("run");
+    let client = || {
+        let mut c = arenactl();
+        c.args(["run", "--image-lock"])
+            .arg(repo().join("lockfiles/cpu.lock"))
+            .arg("--agent")
+            .arg(&agent)
+            .args(["--tasks", PREFIX_SUM, "--runner", &listen])
+            .arg("--out")
+            .arg(&out);
+        c
+    };
+    // The agent's log appears when its container starts.
+    let agent_started = || {
+        let logs = out.join("tasks/python2python__arena__prefix_sum/r0/logs");
+        std::fs::read_dir(logs)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .any(|e| e.file_name().to_string_lossy().contains("-agent."))
+    };
+
+    let mut server = serve(&d, &listen, &[]);
+    until("the runner never listened", || sock.exists());
+    let mut run = client()
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    until("the agent never started", agent_started);
+    server.0.kill().unwrap();
+    server.0.wait().unwrap();
+    let st = run.wait().unwrap();
+    assert!(!st.success(), "the client passed with its runner killed");
+    assert!(
+        glob_results(&out).is_empty(),
+        "the task run finished before the kill"
+    );
+
+    std::fs::remove_file(&sock).ok();
+    let _server = serve(&d, &listen, &[]);
+    until("the runner never listened again", || sock.exists());
+    let o = client().output().unwrap();
+    assert!(o.status.success(), "{}", show(&o));
+    let rs = results(&out);
+    assert_eq!(rs.len(), 1, "{rs:?}");
+    assert!(score(&rs[0]).correct, "{}", rs[0]);
+    let left = d.leftovers();
+    assert!(
+        empty(&left),
+        "the killed runner's containers were not cleaned: {left}"
+    );
+}
