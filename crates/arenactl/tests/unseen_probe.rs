@@ -259,7 +259,10 @@ fn a_probed_set_holds_only_configurations_the_original_passes() {
     let o = generate(&tmp.join("drifted"), true);
     assert!(!o.status.success(), "{}", show(&o));
     let err = String::from_utf8_lossy(&o.stderr);
-    assert!(err.contains(id) && err.contains("pins"), "{err}");
+    assert!(
+        err.contains(id) && err.contains("differs from the lockfile"),
+        "{err}"
+    );
     assert!(!tmp.join("drifted").exists());
 }
 
