@@ -146,11 +146,30 @@ pub fn items_of<'a>(ids: impl Iterator<Item = &'a String>, runs: u32) -> Vec<Ite
     items
 }
 
+/// The most repeats of each task one run may ask for: a request is any runner client's, and
+/// every (task, repeat) of a run is listed in memory before it starts (4 billion repeats
+/// would take the runner down for every client; arena-runner's request_properties).
+pub const MAX_RUNS: u32 = 1000;
+/// The most rounds of paired performance runs a request may ask of a self-reported harness
+/// (each round runs both kernels' performance command).
+pub const MAX_PERF_PAIRS: u32 = 100;
+
 /// Checks a request and computes its record; refuses a directory holding another run. A
 /// directory holding this run keeps its run id (a resume).
 pub fn plan(req: &RunRequest, agent_dirs: &[PathBuf]) -> Result<Plan> {
-    if req.runs == 0 {
-        return Err(RunError::invalid("request", "runs", "must be at least 1"));
+    if req.runs == 0 || req.runs > MAX_RUNS {
+        return Err(RunError::invalid(
+            "request",
+            "runs",
+            format!("must be 1 to {MAX_RUNS}, not {}", req.runs),
+        ));
+    }
+    if req.perf_pairs.is_some_and(|p| p > MAX_PERF_PAIRS) {
+        return Err(RunError::invalid(
+            "request",
+            "perf_pairs",
+            format!("must be at most {MAX_PERF_PAIRS}"),
+        ));
     }
     let lock = Lockfile::load(&req.image_lock)?;
     let lock_digest = arena_image::Digest::of_file(&req.image_lock)
@@ -288,6 +307,26 @@ impl Recorded {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Numbers a client sends are bounded before anything else is read: repeats (each listed
+    /// in memory) and rounds of paired runs.
+    #[test]
+    fn runs_and_perf_pairs_out_of_bounds_are_refused_naming_the_field() {
+        for (runs, pairs, field) in [
+            (0, None, "runs"),
+            (MAX_RUNS + 1, None, "runs"),
+            (u32::MAX, None, "runs"),
+            (1, Some(MAX_PERF_PAIRS + 1), "perf_pairs"),
+        ] {
+            let req = RunRequest {
+                runs,
+                perf_pairs: pairs,
+                ..RunRequest::default()
+            };
+            let e = plan(&req, &[]).err().expect("refused");
+            assert!(e.to_string().contains(&format!("request: {field}:")), "{e}");
+        }
+    }
 
     /// The lock check runs and the unseen probe share: the locked tree passes, a changed copy
     /// of it is drift naming both digests, and a task the lockfile lacks names the lockfile.

@@ -15,6 +15,8 @@ pub mod gpus;
 #[cfg(test)]
 mod parse_properties;
 pub mod policy;
+#[cfg(test)]
+mod request_properties;
 pub mod resources;
 pub mod scheduler;
 pub mod service;

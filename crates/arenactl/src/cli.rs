@@ -312,7 +312,7 @@ pub struct RunArgs {
     /// Agent: a name under --agents-dir, or an agent file.
     #[arg(long)]
     pub agent: String,
-    /// Repeated runs of every task (for the run-to-run σ).
+    /// Repeated runs of every task (for the run-to-run σ; 1 to 1000).
     #[arg(long, default_value_t = 1)]
     pub runs: u32,
     /// Run directory (default: runs/<lockfile>-<agent>). The same request on the same
