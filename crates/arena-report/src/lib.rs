@@ -15,6 +15,7 @@ pub mod plots;
 pub mod score;
 pub mod stats;
 pub mod table;
+pub mod time;
 
 use serde::Serialize;
 
@@ -35,6 +36,8 @@ pub struct Report {
     pub generalization: Vec<GeneralizationSummary>,
     /// fast_p counted on the lower bounds of bootstrap intervals ([`noise`]).
     pub noise_aware: Vec<noise::NoiseAware>,
+    /// Where the run's time went ([`time`]).
+    pub time: time::TimeSummary,
 }
 
 impl Report {
@@ -58,6 +61,7 @@ impl Report {
             aggregates,
             generalization: summarize_by_type(results),
             noise_aware: noise::summarize_runs(&runs),
+            time: time::TimeSummary::of(results),
         })
     }
 
@@ -85,6 +89,7 @@ impl Report {
             out.push_str("\nGeneralization to unseen configurations:\n\n");
             out.push_str(&table::generalization_markdown(&self.generalization));
         }
+        out.push_str(&self.time.markdown());
         out
     }
 
@@ -170,6 +175,7 @@ mod tests {
             aggregates: vec![],
             generalization: vec![],
             noise_aware: vec![],
+            time: time::TimeSummary::of(&[]),
         };
         assert_eq!(
             r.measured_line(),
@@ -184,6 +190,7 @@ mod tests {
             aggregates: vec![],
             generalization: vec![],
             noise_aware: vec![],
+            time: time::TimeSummary::of(&[]),
         };
         assert_eq!(
             trusted_only.measured_line(),
@@ -200,6 +207,7 @@ mod tests {
             aggregates: vec![],
             generalization: vec![],
             noise_aware: vec![],
+            time: time::TimeSummary::of(&[]),
         };
         let md = r.markdown();
         assert!(md.contains("varied between performance runs"), "{md}");
