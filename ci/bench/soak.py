@@ -17,6 +17,7 @@ import collections
 import json
 import os
 import random
+import resource
 import shutil
 import signal
 import subprocess
@@ -147,6 +148,10 @@ def main():
             "containerd_restarts": int(restarted),
             "attempts": attempts,
             "wall_s": round(wall, 1),
+            # The runner runs inside each `arenactl run` (the local engine): the largest peak
+            # resident memory of any process this script waited for (the clients, and the
+            # small `ctr` and script calls beside them), in MiB.
+            "runner_peak_rss_mib": round(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024, 1),
             "leaks": leftovers(sock, run_dir),
             "log": log,
         }
@@ -161,7 +166,8 @@ def main():
                 print(line)
             print(f"task runs {want}: results {report['results']}, in results.json {report['results_listed']}, "
                   f"duplicates {report['duplicates_listed']}, half written {len(half)}; "
-                  f"{kills} client kills, {int(restarted)} containerd restart, {attempts} attempts, {wall:.0f} s")
+                  f"{kills} client kills, {int(restarted)} containerd restart, {attempts} attempts, {wall:.0f} s; "
+                  f"runner peak memory {report['runner_peak_rss_mib']} MiB")
             print("left in containerd or mounted:", report["leaks"])
             print("OK" if ok else "NOT OK")
         return 0 if ok else 1
