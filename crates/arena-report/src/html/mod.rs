@@ -99,6 +99,36 @@ fn noise_table(rows: &[crate::noise::NoiseAware]) -> String {
     out
 }
 
+/// Where the run's time went (crate::time): phases and what they were spent on, side by side.
+fn time_tables(t: &crate::time::TimeSummary) -> String {
+    let mut out = format!(
+        "<p class=\"muted\">{} task runs, {:.1} min in all, {:.2} device-hours.</p>",
+        t.task_runs,
+        t.total_s / 60.0,
+        t.device_hours
+    );
+    for (id, head, lines) in [
+        ("time-phases", "phase", &t.phases),
+        ("time-spent", "spent on", &t.spent_on),
+    ] {
+        let _ = write!(
+            out,
+            "<table id=\"{id}\"><thead><tr><th>{head}</th><th>s</th><th>%</th></tr></thead><tbody>"
+        );
+        for l in lines.iter().filter(|l| l.seconds > 0.0) {
+            let _ = write!(
+                out,
+                "<tr><td>{}</td>{}{}</tr>",
+                esc(l.what),
+                num("seconds", Some(l.seconds), 1),
+                num("share", Some(100.0 * l.share), 1)
+            );
+        }
+        out.push_str("</tbody></table>");
+    }
+    out
+}
+
 fn generalization_table(rows: &[GeneralizationSummary]) -> String {
     let mut out = String::from(
         "<table id=\"generalization\"><thead><tr><th>task type</th><th>task runs</th>\
@@ -223,6 +253,10 @@ pub fn render(report: &Report, results: &[TaskResult], info: &PageInfo) -> Strin
     if !report.generalization.is_empty() {
         out.push_str("<h2>Generalization to unseen configurations</h2>");
         out.push_str(&generalization_table(&report.generalization));
+    }
+    if report.time.total_s > 0.0 {
+        out.push_str("<h2>Where the time went</h2>");
+        out.push_str(&time_tables(&report.time));
     }
     out.push_str("<h2>Plots</h2>");
     let mut figure = |id: &str, svg: String| {

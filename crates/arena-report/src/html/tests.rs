@@ -177,3 +177,32 @@ fn a_large_run_stays_small_and_is_the_same_bytes_twice() {
     assert!(a.len() < 5 * 1024 * 1024, "{} bytes", a.len());
     assert_eq!(a, b);
 }
+
+/// Where the time went is on the page where the results carry timings, as the report sums it,
+/// and absent where none does.
+#[test]
+fn the_time_tables_are_the_reports_sums() {
+    let mut results = fixture::run(3, 1, 1.0, 7).tasks;
+    let (_, html) = page(&results);
+    assert!(!html.contains("Where the time went"));
+    for r in &mut results {
+        r.timings = Some(arena_run::result::Timings {
+            total_s: 100.0,
+            baseline_s: Some(40.0),
+            candidate_s: Some(60.0),
+            ..Default::default()
+        });
+    }
+    let (report, html) = page(&results);
+    assert_eq!(report.time.total_s, 300.0);
+    let t = &html[html.find("<table id=\"time-phases\"").unwrap()..];
+    let t = &t[..t.find("</table>").unwrap()];
+    assert!(
+        t.contains("<td>baseline</td>") && t.contains("data-value=\"120\""),
+        "{t}"
+    );
+    assert!(
+        !t.contains("<td>unseen</td>"),
+        "phases that did not run are left out: {t}"
+    );
+}
