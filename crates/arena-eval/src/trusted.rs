@@ -309,3 +309,5 @@ impl Job {
 mod defence_tests;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod watch_tests;

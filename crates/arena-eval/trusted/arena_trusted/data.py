@@ -39,6 +39,8 @@ def last_level_cache_bytes():
 
 class CpuData:
     LINE = 64
+    # `assign` lays the inputs out: a batch's inputs cannot be written again (measure.py).
+    rewrites_inputs = False
 
     def __init__(self):
         self.flush_bytes = 2 * last_level_cache_bytes()

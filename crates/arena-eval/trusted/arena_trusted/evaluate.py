@@ -22,7 +22,7 @@ import traceback
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from data import CpuData  # noqa: E402
-from deadline import Deadline, install as install_deadline  # noqa: E402,F401  (serve.py names ev.Deadline)
+from deadline import Deadline, install as install_deadline  # noqa: E402
 from harness import Harness  # noqa: E402
 from kernel import Kernel, KernelFailed  # noqa: E402
 from measure import Session  # noqa: E402

@@ -117,6 +117,9 @@ class GpuData:
     device watched while no kernel process may use it, and a batch's outputs sampled when its
     reply arrives (gpu_guard.py, samples.py)."""
 
+    # `stage` and `fill` write a batch's inputs: a busy watch's try can write them afresh.
+    rewrites_inputs = True
+
     def __init__(self, job):
         perf = job.get("perf", {})
         self.cu = Driver()

@@ -158,7 +158,11 @@ class Session:
         saw other work, the batch's inputs are made afresh and written again, up to
         `busy_tries` times in all (GpuData.disarm says why); returns the cases written last,
         the only ones the batch is checked against."""
+        # Only where `stage` and `fill` write the inputs can a try write them afresh (GpuData;
+        # CpuData lays them out when the calls are assigned, and its watch is never busy).
         tries = max(1, int(self.job.get("perf", {}).get("busy_tries", 3)))
+        if not self.data.rewrites_inputs:
+            tries = 1
         for t in range(tries):
             if t:
                 cases = [self.fresh(i, purpose) for _ in cases]
