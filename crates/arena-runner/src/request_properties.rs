@@ -16,6 +16,21 @@ use crate::auth::Caller;
 use crate::service::RunnerService;
 use crate::testing::Fixture;
 
+/// What a refusal may name: a field of the request (or its flag), or a file one named.
+const FIELDS: &[&str] = &[
+    "image_lock",
+    "tasks",
+    "agent",
+    "runs",
+    "run_dir",
+    "hidden_set",
+    "memory",
+    "perf_pairs",
+    "probe",
+    ".lock",
+    "config.yaml",
+];
+
 /// Fields a client may send: mostly nonsense, sometimes what the fixture has (the first of
 /// the three: whether the fixture's lockfile goes in), so that each check is reached with the
 /// others passing.
@@ -93,7 +108,13 @@ proptest! {
                     matches!(s.code(), Code::InvalidArgument | Code::NotFound | Code::PermissionDenied | Code::FailedPrecondition | Code::AlreadyExists),
                     "{:?}: {}", s.code(), s.message()
                 );
-                prop_assert!(!s.message().trim().is_empty());
+                // The request's own field, or the file a field named (its lockfile, a task's
+                // config), is what the message names.
+                let m = s.message();
+                prop_assert!(
+                    FIELDS.iter().any(|f| m.contains(f)),
+                    "{:?} names no field: {}", s.code(), m
+                );
             }
         }
     }
