@@ -6,8 +6,10 @@ write replaces it, and then runs the kernel into the graph's output. The process
 meanwhile, but the device runs what it was given. The timed replay only waits for that stream.
 Expected: the evaluator watches the device while it writes the inputs (gpu_guard.py): the
 work shows up as time taken from its watch, on each of the evaluator's tries (its waits,
-queued one call after another, run on into every later write of fresh inputs), and the batch
-fails (DeviceBusy). precompute_every_try.py parks work for every try on purpose."""
+queued one call after another, run on into later writes of fresh inputs), and the batch fails
+(DeviceBusy); where a batch has fewer calls than the watch has tries (a large shape), a later
+try can be clean, and then the replay hands back outputs of earlier inputs: wrong outputs.
+precompute_every_try.py parks work for every try on purpose."""
 import ctypes
 
 import torch

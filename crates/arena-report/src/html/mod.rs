@@ -102,8 +102,13 @@ fn noise_table(rows: &[crate::noise::NoiseAware]) -> String {
 /// Where the run's time went (crate::time): phases and what they were spent on, side by side.
 fn time_tables(t: &crate::time::TimeSummary) -> String {
     let mut out = format!(
-        "<p class=\"muted\">{} task runs, {:.1} min in all, {:.2} device-hours.</p>",
+        "<p class=\"muted\">{} task runs{}, {:.1} min in all, {:.2} device-hours.</p>",
         t.task_runs,
+        if t.untimed > 0 {
+            format!(" ({} without timings)", t.untimed)
+        } else {
+            String::new()
+        },
         t.total_s / 60.0,
         t.device_hours
     );
