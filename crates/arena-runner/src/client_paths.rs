@@ -44,13 +44,13 @@ impl Policy {
                 "paths sent to a runner are absolute (its working directory is not yours)".into(),
             );
         }
-        // What exists of it, links resolved: the path itself for a read, its nearest existing
-        // ancestor for a directory the runner will create.
         // A path the runner cannot look at is the request's error, named by its field (found
         // by the gRPC requests' property test: it was an internal error naming the path alone).
         let unreadable = |at: &Path, e: std::io::Error| {
             RunnerError::invalid("request", field, format!("{}: {e}", at.display()))
         };
+        // What exists of it, links resolved: the path itself for a read, its nearest existing
+        // ancestor for a directory the runner will create.
         let existing = match access {
             Access::Read => path.canonicalize().map_err(|e| unreadable(path, e))?,
             Access::Write => nearest_existing(path).map_err(|e| match e {
