@@ -242,7 +242,7 @@ fn trusted_harnesses_go_into_the_tasks_they_name() {
         .filter(|c| c["harness"].as_str() == Some("arena_harness.py"))
         .map(|c| c["id"].as_str().unwrap().to_string())
         .collect();
-    let mut shipped: Vec<String> = walk(&harnesses)
+    let mut shipped: Vec<String> = common::files_below(&harnesses)
         .into_iter()
         .map(|p| {
             let rel = p.strip_prefix(harnesses.join("triton2triton")).unwrap();
@@ -285,17 +285,4 @@ fn trusted_harnesses_go_into_the_tasks_they_name() {
             "{id}: {source} is not among {agents:?}"
         );
     }
-}
-
-fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
-    let mut out = Vec::new();
-    for e in std::fs::read_dir(dir).unwrap() {
-        let p = e.unwrap().path();
-        if p.is_dir() {
-            out.extend(walk(&p));
-        } else {
-            out.push(p);
-        }
-    }
-    out
 }

@@ -211,7 +211,7 @@ fn a_full_run_directory_fails_cleanly_and_the_same_command_completes_the_run() {
         "not a task run's failure: {}",
         show(&o)
     );
-    for f in walk(&out) {
+    for f in common::files_below(&out) {
         if f.extension().is_some_and(|e| e == "json") {
             let bytes = std::fs::read(&f).unwrap();
             serde_json::from_slice::<Value>(&bytes)
@@ -229,20 +229,6 @@ fn a_full_run_directory_fails_cleanly_and_the_same_command_completes_the_run() {
     assert_eq!(rs.len(), 1);
     assert!(score(&rs[0]).correct, "{}", rs[0]);
     assert!(empty(&d.leftovers()), "{}", d.leftovers());
-}
-
-/// Every file below `dir`.
-fn walk(dir: &std::path::Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-        let p = e.path();
-        if p.is_dir() {
-            out.extend(walk(&p));
-        } else {
-            out.push(p);
-        }
-    }
-    out
 }
 
 #[test]

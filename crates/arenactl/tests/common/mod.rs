@@ -24,6 +24,20 @@ pub fn build_static(fixture: &str, out: &Path, flags: &[&str]) {
     assert!(st.success(), "gcc -static (libc6-dev) builds {fixture}");
 }
 
+/// Every file below `dir`, depth first (none where `dir` is missing).
+pub fn files_below(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(files_below(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}
+
 pub fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../..")
