@@ -78,6 +78,80 @@ def report(msg):
     print("ARENA-ADVERSARY:", msg, file=_sys.stderr, flush=True)
 
 
+def park_after_capture(queue):
+    """For attacks that park work on the device until the evaluator writes the inputs
+    (precompute*.py). While captured, the entry computes nothing: outputs of the right shapes,
+    each call recorded as (args, kwargs, outputs). After a capture, `queue(calls,
+    wait_for_write, compute)` runs with a side stream current: `wait_for_write(args)` queues a
+    sentinel in the last word of the call's last tensor argument and a wait until a write
+    replaces it (cuStreamWaitValue32); `compute(args, kwargs, outputs)` queues the original
+    into the graph's outputs. The replay only waits for the side stream."""
+    import ctypes
+    import torch
+
+    cu = ctypes.CDLL("libcuda.so.1")
+    cu.cuStreamWaitValue32_v2.argtypes = [ctypes.c_void_p, ctypes.c_uint64, ctypes.c_uint32, ctypes.c_uint]
+    cu.cuMemsetD32Async.argtypes = [ctypes.c_uint64, ctypes.c_uint32, ctypes.c_size_t, ctypes.c_void_p]
+    nor = 3  # CU_STREAM_WAIT_VALUE_NOR: go on once ~(*addr | 0) != 0, i.e. *addr != 0xffffffff
+    c = child()
+    side = torch.cuda.Stream()
+    calls = []
+    last = dict()
+    capture = c.capture
+
+    def empty_like(r):
+        if isinstance(r, torch.Tensor):
+            return torch.empty_like(r)
+        if isinstance(r, (tuple, list)):
+            return type(r)(empty_like(x) for x in r)
+        return r
+
+    def copy_into(out, r):
+        if isinstance(out, torch.Tensor):
+            out.copy_(r)
+        elif isinstance(out, (tuple, list)):
+            for o, x in zip(out, r):
+                copy_into(o, x)
+
+    def lazy(f):
+        def call(*a, **k):
+            if not torch.cuda.is_current_stream_capturing():
+                r = f(*a, **k)
+                last["out"] = r
+                return r
+            # While captured: outputs of the right shapes, nothing computed.
+            out = empty_like(last.get("out"))
+            calls.append((a, k, out))
+            return out
+
+        return call
+
+    def wait_for_write(a):
+        t = [x for x in a if isinstance(x, torch.Tensor)][-1]
+        addr = (t.data_ptr() + t.numel() * t.element_size() - 4) & ~3
+        cu.cuMemsetD32Async(addr, 0xFFFFFFFF, 1, side.cuda_stream)
+        cu.cuStreamWaitValue32_v2(side.cuda_stream, addr, 0, nor)
+
+    def compute(a, k, out):
+        copy_into(out, _honest(*a, **k))
+
+    def capture_then_park(msg):
+        calls.clear()
+        reply = capture(msg)
+        if reply.get("captured"):
+            with torch.cuda.stream(side):
+                queue(calls, wait_for_write, compute)
+        return reply
+
+    def replay(msg):
+        side.synchronize()
+        return dict()  # (braces would be a field of PREAMBLE.format)
+
+    c.capture = capture_then_park
+    c.replay = replay
+    install(lazy)
+
+
 # ---- the attack ----
 '''
 
