@@ -89,6 +89,7 @@ macro_rules! files {
 files!(
     "child.py",
     "clean.py",
+    "copies.py",
     "data.py",
     "deadline.py",
     "derived.py",
@@ -100,6 +101,7 @@ files!(
     "floor.py",
     "gates.py",
     "gpu.py",
+    "gpu_child.py",
     "gpu_errors.py",
     "gpu_guard.py",
     "harness.py",

@@ -115,11 +115,11 @@ class Child:
         else:
             self.fn = fn
         if msg.get("device") == "cuda":
-            import gpu  # noqa: E402
+            import gpu_child  # noqa: E402
 
             import socket
 
-            self.gpu = gpu.ChildSide(socket.socket(fileno=self.sock_fd))
+            self.gpu = gpu_child.ChildSide(socket.socket(fileno=self.sock_fd))
         self.loaded = key
         return {}
 
@@ -213,7 +213,16 @@ class Child:
                     # what was sent: the next output is shared anew.
                     self.gpu.forget_shared()
                 self.held, self.graph = [], None
+                if msg.get("empty_cache") and self.gpu is not None:
+                    # A large case: the outputs' memory goes back to the device, for the
+                    # other kernel's pool and outputs (gpu.py, GpuData._make_room).
+                    import torch
+
+                    torch.cuda.empty_cache()
                 reply = {}
+            elif op == "gpu_drop" and self.gpu is not None:
+                self.held, self.graph = [], None
+                reply = self.gpu.drop()
             else:
                 reply = {"error": f"unknown op {op}"}
             reply.setdefault("ok", "error" not in reply)

@@ -50,6 +50,14 @@ class CpuData:
         self._marks = (b"\x55" * lines, b"\xaa" * lines)
         self._turn = 0
 
+    def dropped_inputs(self, kernel):
+        """The evaluator's copies of a batch's inputs are gone (GpuData gives a large case's
+        memory back to the device); nothing is held for them here."""
+
+    def big(self, kernel):
+        """No case is large for a CPU kernel: its inputs cross by the wire, per batch."""
+        return False
+
     def forget(self, kernel):
         """Nothing to give back: a CPU kernel's window is the one mapping, remade per batch."""
 

@@ -30,7 +30,7 @@ import torch
 
 import lineage
 from derived_check import Same, Want, looser, output_name, same_as
-from measure import same_bits
+from copies import same_bits
 
 
 class NotDerivable(ValueError):

@@ -6,7 +6,7 @@ import hashlib
 import torch
 
 import lineage
-from measure import same_bits
+from copies import same_bits
 
 
 class Want:

@@ -9,19 +9,19 @@ shares nothing else; in chunks of at most CHUNK bytes, each its own allocation),
 cut into slots; a batch's calls take consecutive slots, each filled with fresh arguments
 while the process is stopped, and the slots rotate over at least twice the L2 cache, so
 every call reads its inputs from memory, as a kernel in a model would. A batch holds at most
-POOL_MAX bytes of inputs (and a share of the free memory): large shapes get fewer calls.
-The CUDA driver API is called through ctypes; tensors over raw device memory are made with
+POOL_MAX bytes of inputs (and a share of the free memory): large shapes get fewer calls, and
+a pool larger than that is the only one on the device while its kernel's batches run. The
+kernel process's side is gpu_child.py. The CUDA driver API is called through ctypes; tensors over raw device memory are made with
 __cuda_array_interface__.
 """
 import os
-import socket
 
 import torch
 
 from driver import CudaError, Driver  # noqa: F401  (kernel processes and tools name them here)
 from gpu_errors import DeferredWork, DeviceBusy  # noqa: F401  (named here by tools)
-from exports import Exports
 from gpu_guard import Guard
+from gpu_child import ChildSide  # noqa: F401  (attacks and tools name it here)
 from mappings import Mappings
 from samples import Samples
 from tensors import DTYPES, _name, _plain, dense, is_dense, span_bytes, tensor_at  # noqa: F401  (tools name them here)
@@ -29,87 +29,6 @@ from tensors import DTYPES, _name, _plain, dense, is_dense, span_bytes, tensor_a
 ALIGN = 512
 CHUNK = 1 << 30
 POOL_MAX = 4 << 30
-
-
-class ChildSide:
-    """In the kernel process: the pools, the slots' arguments, and how outputs are named."""
-
-    def __init__(self, sock):
-        self.cu = Driver()
-        self.sock = sock
-        self.slots = {}
-        self.pools = []  # (pointer, size) of each input pool, mapped from the evaluator's
-        self.exports = Exports(self.cu, sock)
-
-    def setup(self, msg):
-        """Maps the input pools whose descriptors the evaluator sent just before."""
-        for p, size in self.pools:
-            self.cu.unmap(p, size)
-        self.pools = []
-        sizes = [int(x) for x in msg["pools"]]
-        _, fds, _, _ = socket.recv_fds(self.sock, 16, len(sizes))
-        try:
-            if len(fds) != len(sizes):
-                raise RuntimeError(f"{len(fds)} pool descriptors for {len(sizes)} pools")
-            for fd, size in zip(fds, sizes):
-                self.pools.append(self.cu.import_fds([(fd, size)]))
-        finally:
-            for fd in fds:
-                os.close(fd)
-        self.layout = msg["layout"]
-        self.slot_bytes = int(msg["slot_bytes"])
-        self.per_chunk = int(msg["per_chunk"])
-        self.count = int(msg["slots"])
-        self.slots = {}
-        return {}
-
-    def args(self, slot):
-        """The arguments of slot `slot`: views over the pool, made once."""
-        if slot not in self.slots:
-            if not 0 <= slot < self.count:
-                raise IndexError(f"no slot {slot}")
-            chunk, k = divmod(slot, self.per_chunk)
-            base = self.pools[chunk][0] + k * self.slot_bytes
-            self.slots[slot] = tuple(
-                _plain(a) if "offset" not in a else tensor_at(base + a["offset"], a["shape"], a["stride"], DTYPES[a["dtype"]])
-                for a in self.layout
-            )
-        return self.slots[slot]
-
-    def synchronize(self):
-        torch.cuda.synchronize()
-
-    def begin(self):
-        self.exports.begin()
-
-    def send_shared(self):
-        return self.exports.send()
-
-    def forget_shared(self):
-        self.exports.forget()
-
-    def _where(self, t):
-        """How the evaluator finds tensor `t`: in an input pool by its index, else by the
-        memory it lies in (exports.py)."""
-        ptr = t.data_ptr()
-        for i, (p, size) in enumerate(self.pools):
-            if p <= ptr < p + size:
-                return {"pool": i, "offset": ptr - p}
-        return self.exports.name(ptr, span_bytes(t))
-
-    def describe(self, result):
-        outs = result if isinstance(result, (tuple, list)) else [result]
-        desc = []
-        for t in outs:
-            if not isinstance(t, torch.Tensor):
-                desc.append({"value": t if isinstance(t, (int, float, bool)) or t is None else repr(t)})
-                continue
-            if not t.is_cuda:
-                raise TypeError("the kernel returned a tensor that is not on the GPU")
-            d = self._where(t)
-            d.update({"shape": list(t.shape), "stride": list(t.stride()), "dtype": _name(t.dtype)})
-            desc.append(d)
-        return {"tuple": isinstance(result, (tuple, list)), "items": desc}
 
 
 class GpuData:
@@ -234,12 +153,15 @@ class GpuData:
         # Arguments by value are part of the layout the kernel process reads them from: a
         # batch whose values differ (another configuration's) needs a layout of its own.
         key = repr([(x.get("shape"), x.get("stride"), x.get("dtype"), x.get("value"), x.get("dtype_value")) for x in layout])
-        slots = max(n, -(-2 * self.l2 // slot_bytes), 2)
+        # One slot where it alone spans twice L2 (KernelBench's level 1 has 4-16 GiB inputs).
+        slots = max(n, -(-2 * self.l2 // slot_bytes), 1)
         st = self.state.get(kernel.role)
         if st and st["key"] == key and st["slots"] >= slots:
             return st
         if st:
             self.forget(kernel)
+        if slots * slot_bytes > POOL_MAX:
+            self._make_room(kernel, timeout)
         per_chunk = max(1, CHUNK // slot_bytes)
         pools, sizes, left = [], [], slots
         try:
@@ -249,12 +171,18 @@ class GpuData:
                 pools.append(p)
                 sizes.append(size)
                 left -= k
-        except BaseException:
+        except BaseException as e:
             # A configuration too large for the device: what was allocated for it goes back
             # (the next configuration allocates afresh).
             self._free(pools)
+            if isinstance(e, CudaError) and "out of memory" in str(e).lower():
+                free, total = torch.cuda.mem_get_info()
+                raise CudaError(
+                    f"out of memory: {slots} input slot(s) of {slot_bytes / 2**30:.2f} GiB for {kernel.role}'s calls, "
+                    f"with {free / 2**30:.2f} GiB of the device's {total / 2**30:.2f} GiB free"
+                ) from None
             raise
-        st = {"pools": pools, "sizes": sizes, "key": key, "slots": slots, "slot_bytes": slot_bytes, "per_chunk": per_chunk, "layout": layout, "next": 0}
+        st = {"pools": pools, "sizes": sizes, "key": key, "slots": slots, "slot_bytes": slot_bytes, "per_chunk": per_chunk, "layout": layout, "next": 0, "kernel": kernel}
         self.state[kernel.role] = st
         # Each pool goes to this kernel's process alone, by descriptor: no other process can
         # name it (driver.py).
@@ -269,6 +197,48 @@ class GpuData:
             timeout,
         )
         return st
+
+    def _make_room(self, kernel, timeout):
+        """Before a pool larger than POOL_MAX: every other kernel's pool goes, its process told
+        to drop its mappings and torch's cache, and the evaluator's cache too. Two such pools
+        on the device at once (one per kernel, with the evaluator's own copy of the inputs)
+        would take three times the inputs where KernelBench's own harness takes one; a case
+        this large costs a pool a batch instead (docs/measurements.md, issue 40)."""
+        for role in [r for r in self.state if r != kernel.role]:
+            self.evict(self.state[role]["kernel"], timeout)
+        torch.cuda.empty_cache()
+
+    def evict(self, kernel, timeout):
+        """Frees `kernel`'s pools and what the evaluator mapped of its outputs, once its
+        process has dropped its own mappings of them (a pool's memory is the device's again
+        only when no process maps it). A process that does not answer keeps what it maps:
+        that only costs the next allocation its room, which then fails as the evaluation's
+        out of memory (named as such), never as the other kernel's fault."""
+        from kernel import KernelFailed  # the evaluator's side only: kernel processes import gpu too
+
+        st = self.state.pop(kernel.role, None)
+        if st is None:
+            return
+        self.maps.close(kernel.role)
+        kernel.drop_shared()
+        try:
+            kernel.request({"op": "gpu_drop"}, timeout)
+        except KernelFailed:
+            pass
+        self._free(st["pools"])
+
+    def dropped_inputs(self, kernel):
+        """The evaluator no longer holds its own copies of a batch's inputs (they are in the
+        slots): for a large case their memory goes back to the device, for the kernel's
+        outputs and the check."""
+        if self.big(kernel):
+            torch.cuda.empty_cache()
+
+    def big(self, kernel):
+        """Whether `kernel`'s pool is larger than POOL_MAX: its batches then give back their
+        outputs' memory when they are checked (`after`)."""
+        st = self.state.get(kernel.role)
+        return bool(st) and st["slots"] * st["slot_bytes"] > POOL_MAX
 
     def forget(self, kernel):
         """Frees `kernel`'s input pools (forgotten first, so that a failure while freeing
@@ -447,11 +417,12 @@ class GpuData:
         its own, new for every batch: their mappings are of no use to the next batch, and kept
         they would hold the memory. Mappings kept from eager batches are dropped when there
         are too many. Either way the kernel process is told, so that it shares anew."""
-        unmap = graph or self.maps.too_many(kernel)
+        big = self.big(kernel)
+        unmap = graph or big or self.maps.too_many(kernel)
         if unmap:
             self.maps.close(kernel.role)
             kernel.drop_shared()
-        kernel.request({"op": "release", "unmapped": unmap}, 60)
+        kernel.request({"op": "release", "unmapped": unmap, "empty_cache": big}, 60)
 
     def fingerprint(self, value):
         if isinstance(value, torch.Tensor):

@@ -2,13 +2,12 @@
 correctness (fresh inputs from a secret seed, the evaluator's own reference and check),
 performance (batches of calls on fresh inputs, timed from outside, the original and the
 agent's kernel in randomized pairs, every timed output checked)."""
-import copy
 import hashlib
 import random
 import statistics
-import sys
 
 from gpu_errors import GuardError
+from copies import _copy, _kept, same_bits
 from kernel import KernelFailed
 
 
@@ -80,7 +79,7 @@ class Session:
         given = tuple(_copy(a) if j in copied else a for j, a in enumerate(args))
         if i in self.mutates:
             return args, self.h.reference(*given)
-        before = [None if j in copied else _copy(a) for j, a in enumerate(args)]
+        before = [None if j in copied else _kept(a) for j, a in enumerate(args)]
         want = self.h.reference(*given)
         changed = [j for j, b in enumerate(before) if b is not None and not same_bits(b, args[j])]
         self.mutates[i] = bool(changed)
@@ -132,6 +131,11 @@ class Session:
         try:
             plan = self.data.plan(kernel, calls, described, self.sample_rng, self.h.output_args, getattr(self.h, "returns", False))
             cases = self.write_inputs(kernel, i, purpose, gate, calls, cases)
+            # The inputs are in the calls' slots now: the evaluator's own copies go, so that
+            # an input is held once while the kernel runs and its outputs are checked.
+            cases = [(None, w) for _, w in cases]
+            del args
+            self.data.dropped_inputs(kernel)
             reply, elapsed = kernel.request(request, timeout, lambda r: self.data.probe(kernel, plan, r))
             if graph:
                 reply = {"outputs": described}
@@ -190,8 +194,11 @@ class Session:
                 # Triton and friends compile on the first launch: one call, output unchecked.
                 args, want = self.fresh(0, "compile")
                 calls = self.data.prepare(k, [args], [want], self.timeout["compile"])
+                # Gone before the next kernel's are made: a large case's inputs held once.
+                del args, want
+                self.data.dropped_inputs(k)
                 k.request({"op": "run", "calls": calls}, self.timeout["compile"])
-                k.request({"op": "release"}, self.timeout["compile"])
+                k.request({"op": "release", "empty_cache": self.data.big(k)}, self.timeout["compile"])
             except KernelFailed as e:
                 return False, {"status": "fail", "error": f"{k.role}: {e}"}
         return True, {"status": "ok", "error": None}
@@ -447,36 +454,6 @@ class Session:
 
             self._guarded(k, st, capture)
         return graph
-
-def _tensor(a):
-    torch = sys.modules.get("torch")
-    return torch is not None and isinstance(a, torch.Tensor)
-
-
-def _copy(a):
-    """A copy of an argument that nothing done to `a` reaches: a tensor cloned, a Python
-    value copied deeply (a string or number is its own)."""
-    if _tensor(a) or hasattr(a, "clone"):
-        return a.clone()
-    return copy.deepcopy(a)
-
-
-def same_bits(a, b):
-    """Whether argument `b` still is what its copy `a` was (bit for bit for a tensor, so
-    that a NaN left in place counts as unchanged)."""
-    if _tensor(a):
-        import torch
-
-        if a.shape != b.shape or a.dtype != b.dtype:
-            return False
-        if not a.numel():
-            return True
-        return bool(torch.equal(a.reshape(-1).view(torch.uint8), b.reshape(-1).view(torch.uint8)))
-    try:
-        return bool(a == b) or repr(a) == repr(b)
-    except Exception:
-        return False
-
 
 def _jsonable(x):
     if isinstance(x, (list, tuple)):
