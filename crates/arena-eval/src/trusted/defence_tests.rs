@@ -88,6 +88,39 @@ print("ok")
     assert_prints_ok(&script);
 }
 
+/// A check that runs out of device memory (KernelBench's 6 GiB ReLU did, before its check went
+/// block by block) says nothing of the output: it is the evaluation's failure, never the
+/// kernel's wrong output. Any other error of the check still fails the kernel, named.
+#[test]
+fn a_check_out_of_memory_is_never_the_kernels_fault() {
+    let script = r#"
+import sys, types
+sys.path.insert(0, sys.argv[1])
+from measure import CheckFailed, Session
+def oom(got, want):
+    raise RuntimeError("CUDA out of memory. Tried to allocate 6.00 GiB")
+h = types.SimpleNamespace(check=oom, device="cuda", path="h.py", output_args=None)
+s = Session(h, None, [((2,), "visible")], b"secret", {"timeouts": {"performance": 1}}, False)
+try:
+    s.check(1, 1, "shape (2,)")
+    raise SystemExit("the check's error was swallowed")
+except CheckFailed as e:
+    raise SystemExit(f"an out-of-memory check failed the kernel: {e}")
+except RuntimeError as e:
+    assert "out of memory" in str(e)
+def garbled(got, want):
+    raise ValueError("not a tensor")
+h.check = garbled
+try:
+    s.check(1, 1, "shape (2,)")
+    raise SystemExit("no failure")
+except CheckFailed as e:
+    assert "ValueError: not a tensor" in str(e), e
+print("ok")
+"#;
+    assert_prints_ok(script);
+}
+
 /// A kernel's helper whose first thread calls `exit` while another thread runs shows as a
 /// zombie (state Z) and keeps running: it is stopped with the rest of its user's processes,
 /// and killed with them. Needs root (the helper takes a user of its own).

@@ -97,6 +97,11 @@ class Session:
         except AssertionError as e:
             raise CheckFailed(f"{where}: {e}" if not self.hidden else f"{where}: wrong output")
         except Exception as e:
+            if out_of_memory(e):
+                # The check's own memory ran out (before, a 6 GiB ReLU failed correctness
+                # so): that says nothing of the output, so it is the evaluation's failure,
+                # named as out of memory, never the kernel's wrong output nor a pass.
+                raise
             why = type(e).__name__
             if not self.hidden:
                 first = (str(e).strip().splitlines() or [""])[0]
