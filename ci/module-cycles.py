@@ -1,8 +1,11 @@
 #!/usr/bin/env python3
 """Fails when a crate's top-level modules depend on each other in a cycle (issue 14: the tree
 shows the architecture). A module depends on another when its code (not its comments, not its
-tests) names `crate::other`. Prints each crate's verdict; exit 1 on any cycle.
+tests) names `crate::other`. The Python evaluator's modules (a crate's directory of `.py`
+files, arena-eval's trusted/arena_trusted) are held to the same: one depends on another it
+imports, at its top or inside a function. Prints each crate's verdict; exit 1 on any cycle.
 usage: python3 ci/module-cycles.py [CRATES_DIR]"""
+import ast
 import glob
 import os
 import re
@@ -71,8 +74,34 @@ def cycles(g):
     return out
 
 
+def python_deps(folder):
+    """Each module of `folder` -> the modules of `folder` it imports (anywhere in its code)."""
+    names = {os.path.basename(p)[:-3] for p in glob.glob(os.path.join(folder, "*.py"))}
+    g = {}
+    for m in sorted(names):
+        refs = set()
+        for node in ast.walk(ast.parse(open(os.path.join(folder, m + ".py")).read())):
+            if isinstance(node, ast.Import):
+                refs |= {a.name.split(".")[0] for a in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                refs.add(node.module.split(".")[0])
+        g[m] = (refs & names) - {m}
+    return g
+
+
 bad = False
-for src in sorted(glob.glob(os.path.join(sys.argv[1] if len(sys.argv) > 1 else "crates", "*/src"))):
+root = sys.argv[1] if len(sys.argv) > 1 else "crates"
+for folder in sorted({os.path.dirname(p) for p in glob.glob(os.path.join(root, "*/*/*/*.py"))}):
+    if "/src/" in folder + "/" or "/tests/" in folder + "/":
+        continue
+    found = cycles(python_deps(folder))
+    where = os.path.relpath(folder, root)
+    if found:
+        bad = True
+        print(f"{where} (Python): modules import each other in a cycle: {found}")
+    else:
+        print(f"{where} (Python): no import cycles")
+for src in sorted(glob.glob(os.path.join(root, "*/src"))):
     found = cycles(deps(src))
     crate = os.path.basename(os.path.dirname(src))
     if found:

@@ -19,6 +19,7 @@ sys.path.insert(0, os.path.join(ROOT, "crates/arena-eval/trusted/arena_trusted")
 
 import child  # noqa: E402
 import evaluate  # noqa: E402
+import evaluation  # noqa: E402
 import kernel  # noqa: E402
 import wire  # noqa: E402
 
@@ -95,7 +96,7 @@ def main(job_path):
     # As each kernel process has a fresh scratch for its compile caches, so has this one.
     cache = tempfile.mkdtemp(prefix="arena-inline-triton-")
     os.environ["TRITON_CACHE_DIR"] = cache
-    evaluate.Kernel = InlineKernel
+    evaluation.Kernel = InlineKernel
     evaluate.early_zygote = lambda job: None
     evaluate.zygote_for = lambda job, harness, early=None: None
     try:

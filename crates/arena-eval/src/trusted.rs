@@ -97,6 +97,7 @@ files!(
     "driver.py",
     "entry.py",
     "evaluate.py",
+    "evaluation.py",
     "exports.py",
     "floor.py",
     "gates.py",

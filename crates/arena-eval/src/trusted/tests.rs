@@ -169,7 +169,7 @@ fn an_early_zygote_is_kept_only_where_its_guess_was_right() {
     let script = r#"
 import os, sys, tempfile, types
 sys.path.insert(0, sys.argv[1])
-import evaluate as ev
+import evaluation as ev
 d = tempfile.mkdtemp()
 def h(text):
     p = os.path.join(d, "h.py")
@@ -338,9 +338,9 @@ fn the_deadline_is_never_taken_for_a_failed_gate() {
     let script = r#"
 import signal, sys, time, types
 sys.path.insert(0, sys.argv[1])
-import evaluate, gates
+import deadline, evaluation, gates
 from measure import CheckFailed, Session
-evaluate.install_deadline("the evaluator")
+deadline.install("the evaluator")
 def slow(*_):
     time.sleep(5)
 h = types.SimpleNamespace(check=slow, device="cpu")
@@ -355,14 +355,14 @@ for name, call in (
     t = time.monotonic()
     try:
         call()
-    except evaluate.Deadline:
+    except evaluation.Deadline:
         assert time.monotonic() - t < 4, name
     except CheckFailed as e:
         raise AssertionError(f"{name}: the deadline became a failed check: {e}")
     else:
         raise AssertionError(f"{name}: the deadline was swallowed")
-assert evaluate.Deadline is gates.Deadline, "one Deadline for every module"
-assert not issubclass(evaluate.Deadline, Exception)
+assert evaluation.Deadline is gates.Deadline, "one Deadline for every module"
+assert not issubclass(evaluation.Deadline, Exception)
 print("ok")
 "#;
     assert_prints_ok(script);
@@ -376,8 +376,8 @@ fn a_deadline_while_kernels_close_lets_every_one_close_first() {
     let script = r#"
 import signal, sys, time, types
 sys.path.insert(0, sys.argv[1])
-import evaluate
-evaluate.install_deadline("the evaluator")
+import deadline, evaluation
+deadline.install("the evaluator")
 closed = []
 class Kernel:
     def __init__(self, role, job, env, zygote):
@@ -389,16 +389,16 @@ class Kernel:
     def close(self):
         time.sleep(0.3)
         closed.append(self.role)
-evaluate.Kernel = Kernel
+evaluation.Kernel = Kernel
 h = types.SimpleNamespace(compiled_baseline=None, source="k.py", entry="f", device="cpu",
                           output_args=(), kernel_part=False, launch=False)
 job = {"kernels": {"original": "/o", "candidate": "/c"}, "timeouts": {"compile": 1},
        "scratch": {"original": "/tmp", "candidate": "/tmp"}}
 signal.setitimer(signal.ITIMER_REAL, 0.1)
 try:
-    evaluate.run_gates(job, h, None, [((2,), "visible")], False, ["original", "candidate"],
+    evaluation.run_gates(job, h, None, [((2,), "visible")], False, ["original", "candidate"],
                        "/nonexistent", None, {})
-except evaluate.Deadline:
+except evaluation.Deadline:
     pass
 else:
     raise AssertionError("the deadline was not the answer")
@@ -417,7 +417,7 @@ fn the_evaluator_writes_only_into_its_own_scratch() {
     let script = r#"
 import os, sys, tempfile
 sys.path.insert(0, sys.argv[1])
-import evaluate as ev
+import evaluation as ev
 before = dict(os.environ)
 assert ev.use_own_scratch({}) is None
 assert dict(os.environ) == before

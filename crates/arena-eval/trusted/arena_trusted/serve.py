@@ -22,10 +22,11 @@ import sys
 import time
 import traceback
 
-import evaluate as ev
+import evaluation as ev
 import jail
 import wire
 from clean import CLEANER, leftovers
+from deadline import Deadline, install as install_deadline
 from harness import Harness
 
 # A request's id becomes a directory name: nothing but these.
@@ -155,7 +156,7 @@ def one(job, harness, data, configs, msg, zygote, kept):
             done = True
         finally:
             signal.setitimer(signal.ITIMER_REAL, 0)
-    except ev.Deadline:
+    except Deadline:
         # After the evaluation returned (before the alarm's end), its report stands. Before its
         # own handling began (a request that arrives with a millisecond left) or while it wrote
         # its record, there is no evaluation to report: the deadline is the answer, never an
@@ -176,7 +177,7 @@ def one(job, harness, data, configs, msg, zygote, kept):
 
 
 def serve(job):
-    ev.install_deadline("the evaluator")
+    install_deadline("the evaluator")
     zygote = ev.early_zygote(job)
     try:
         harness = Harness(job["harness"], job.get("accelerator", True))
