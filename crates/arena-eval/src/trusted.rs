@@ -311,6 +311,8 @@ impl Job {
 #[cfg(test)]
 mod defence_tests;
 #[cfg(test)]
+mod memory_tests;
+#[cfg(test)]
 mod tests;
 #[cfg(test)]
 mod watch_tests;

@@ -33,6 +33,14 @@ def _kept(a):
     return _copy(a)
 
 
+def _returned(kept, like):
+    """The argument `kept` stands for, where `like` (what the reference changed) lies: a copy
+    kept in host memory goes back to the device."""
+    if _tensor(kept) and _tensor(like) and kept.device != like.device:
+        return kept.to(like.device)
+    return kept
+
+
 def same_bits(a, b):
     """Whether argument `b` still is what its copy `a` was (bit for bit for a tensor, so
     that a NaN left in place counts as unchanged). A copy in host memory is compared block

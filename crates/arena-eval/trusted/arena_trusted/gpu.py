@@ -11,8 +11,8 @@ while the process is stopped, and the slots rotate over at least twice the L2 ca
 every call reads its inputs from memory, as a kernel in a model would. A batch holds at most
 POOL_MAX bytes of inputs (and a share of the free memory): large shapes get fewer calls, and
 a pool larger than that is the only one on the device while its kernel's batches run. The
-kernel process's side is gpu_child.py. The CUDA driver API is called through ctypes; tensors over raw device memory are made with
-__cuda_array_interface__.
+kernel process's side is gpu_child.py. The CUDA driver API is called through ctypes;
+tensors over raw device memory are made with __cuda_array_interface__.
 """
 import os
 

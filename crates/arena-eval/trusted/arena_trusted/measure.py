@@ -7,7 +7,7 @@ import random
 import statistics
 
 from gpu_errors import GuardError
-from copies import _copy, _kept, same_bits
+from copies import _copy, _kept, _returned, same_bits
 from kernel import KernelFailed
 
 
@@ -88,7 +88,7 @@ class Session:
                 f"reference_mutates_inputs: the reference changed argument(s) {changed} in place; "
                 "it is given copies of every argument from now on"
             )
-            args = tuple(before[j] if j in changed else a for j, a in enumerate(args))
+            args = tuple(_returned(before[j], a) if j in changed else a for j, a in enumerate(args))
         return args, want
 
     def check(self, got, want, where):
