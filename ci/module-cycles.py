@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Fails when a crate's top-level modules depend on each other in a cycle (issue 14: the tree
 shows the architecture). A module depends on another when its code (not its comments, not its
-tests) names `crate::other`. The Python evaluator's modules (a crate's directory of `.py`
+tests) names `crate::other`; inside a module that is a directory (arenactl's `cmd/`), a
+child depends on a sibling it names as `super::sibling` (or `super::{…}`, or by its full
+path). The Python evaluator's modules (a crate's directory of `.py`
 files, arena-eval's trusted/arena_trusted) are held to the same: one depends on another it
 imports, at its top or inside a function. Prints each crate's verdict; exit 1 on any cycle.
 usage: python3 ci/module-cycles.py [CRATES_DIR]"""
@@ -74,6 +76,33 @@ def cycles(g):
     return out
 
 
+def code_of(path):
+    code = open(path).read().split("#[cfg(test)]")[0]
+    return "\n".join(l for l in code.splitlines() if not l.lstrip().startswith("//"))
+
+
+def nested_deps(src):
+    """Per directory module below `src` (its path from `src`): each child module -> the
+    siblings it names."""
+    out = {}
+    for root, dirs, files in sorted(os.walk(src)):
+        if root == src:
+            continue
+        rel = os.path.relpath(root, src)
+        full = "crate::" + rel.replace("/", "::") + "::"
+        g = {}
+        for f in sorted(files):
+            if not f.endswith(".rs") or f == "mod.rs" or f.endswith("tests.rs"):
+                continue
+            code = code_of(os.path.join(root, f))
+            refs = set(re.findall(r"super::(\w+)", code)) | set(re.findall(re.escape(full) + r"(\w+)", code))
+            for group in re.findall(r"super::\{([^}]*)\}", code):
+                refs |= {x.strip().split("::")[0].split(" ")[0] for x in group.split(",")}
+            g[f[:-3]] = refs - {f[:-3]}
+        out[rel] = {m: rs & set(g) for m, rs in g.items()}
+    return out
+
+
 def python_deps(folder):
     """Each module of `folder` -> the modules of `folder` it imports (anywhere in its code)."""
     names = {os.path.basename(p)[:-3] for p in glob.glob(os.path.join(folder, "*.py"))}
@@ -103,6 +132,8 @@ for folder in sorted({os.path.dirname(p) for p in glob.glob(os.path.join(root, "
         print(f"{where} (Python): no import cycles")
 for src in sorted(glob.glob(os.path.join(root, "*/src"))):
     found = cycles(deps(src))
+    for rel, g in nested_deps(src).items():
+        found += [[f"{rel}::{m}" for m in c] for c in cycles(g)]
     crate = os.path.basename(os.path.dirname(src))
     if found:
         bad = True

@@ -282,6 +282,9 @@ pub struct TaskResult {
     /// The accelerator's state during each evaluation, by phase (`baseline`, `candidate`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub device: BTreeMap<String, DeviceWindow>,
+    /// A probe run's (`arenactl unseen generate --probe`): where the original ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probe: Option<ProbeRun>,
     /// Fields this arena does not know (kept verbatim).
     #[serde(flatten)]
     pub extra: BTreeMap<String, serde_json::Value>,
@@ -314,9 +317,17 @@ impl TaskResult {
             cross_check: None,
             evaluators: BTreeMap::new(),
             device: BTreeMap::new(),
+            probe: None,
             extra: BTreeMap::new(),
         }
     }
+}
+
+/// What a probe run's result says of where the original kernel ran.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProbeRun {
+    /// The evaluator image's manifest digest.
+    pub image: String,
 }
 
 /// A task run the arena could not carry out (the engine failed, a file could not be written,

@@ -43,6 +43,17 @@ pub fn parse_gpus(spec: &str) -> Result<Vec<Gpu>> {
     parse_gpus_at(spec, Path::new("/dev"))
 }
 
+/// The GPUs a runner started with `--gpus SPEC` uses (see [`parse_gpus`]): with `auto`, only
+/// those of the visible-device list this process was given ([`visible_from_env`]), so that a
+/// runner started by a scheduler stays on what it was handed.
+pub fn for_host(spec: &str) -> Result<Vec<Gpu>> {
+    let gpus = parse_gpus(spec)?;
+    if spec != "auto" {
+        return Ok(gpus);
+    }
+    restrict_visible(gpus, visible_from_env().as_deref())
+}
+
 /// Where Slurm says which GPU a job holds, most specific first: the node's GPU index
 /// (`SLURM_JOB_GPUS`, `SLURM_STEP_GPUS`), then the visible-device lists it sets
 /// (arena_eval::trusted::VISIBLE_DEVICE_VARS).

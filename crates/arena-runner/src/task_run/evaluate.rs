@@ -351,7 +351,7 @@ impl TaskRun<'_> {
         let unseen = phase.sees_hidden();
         let emit = |gate: &str, passed: bool, message: String| {
             let message = if unseen && !message.is_empty() && !passed {
-                super::unseen::redact_error(&message)
+                super::phase::redact_error(&message)
             } else {
                 message
             };

@@ -251,10 +251,9 @@ impl TaskRun<'_> {
             kind: self.gpu.kind.clone(),
         });
         result.timings = Some(timings);
-        result.extra.insert(
-            "probe".into(),
-            serde_json::json!({ "image": self.image.manifest.to_string() }),
-        );
+        result.probe = Some(arena_run::ProbeRun {
+            image: self.image.manifest.to_string(),
+        });
         arena_run::rundir::write_json(&self.ctx.rundir.result_path(self.item), &result)?;
         Ok(result)
     }

@@ -22,7 +22,7 @@ use arena_task::hidden::TaskUnseen;
 use arena_task::split;
 
 use super::evaluate::{gate_label, Phase};
-use super::phase::{ContainerPhase, UnseenStep};
+use super::phase::{redact_error, ContainerPhase, UnseenStep};
 use super::self_reported::SelfReportedRun;
 use super::{bind, TaskRun};
 use crate::error::{Result, RunnerError};
@@ -129,18 +129,6 @@ pub(crate) fn redact(mut e: Evaluation) -> Evaluation {
         }
     }
     e
-}
-
-/// What of an error of an unseen evaluation may be told: our own label of the configuration
-/// (index and category), never the harness's words.
-pub(crate) fn redact_error(err: &str) -> String {
-    let ours = err
-        .strip_prefix("unseen configuration ")
-        .and_then(|rest| rest.split_once(": ").map(|(head, _)| head));
-    match ours {
-        Some(head) => format!("unseen configuration {head}: failed"),
-        None => "failed".into(),
-    }
 }
 
 /// One kernel's evaluation on the unseen configurations, whether it passes each one (by the

@@ -12,8 +12,8 @@ use anyhow::{bail, Context};
 use arena_client::{Evaluate, Runner};
 use arena_eval::record::GateStatus;
 
+use super::engine::local_engine;
 use super::run::runner_path;
-use super::runner::local_engine;
 use super::{endpoint, print_json, runtime, Outcome};
 use crate::cli::EvalArgs;
 

@@ -57,14 +57,14 @@ pub(super) fn describe(ev: &RunEvent) -> Option<String> {
         EventKind::TaskResult if ev.result_json.contains("\"probe\"") => {
             let passed = serde_json::from_str::<serde_json::Value>(&ev.result_json)
                 .ok()
-                .and_then(|v| {
-                    let p = v["unseen"]["original_passed"].as_array()?.clone();
-                    v["probe"].is_object().then_some(p)
-                });
+                .and_then(|v| arena_run::result::parse_result(v).ok())
+                .filter(|r| r.probe.is_some())
+                .and_then(|r| r.unseen)
+                .map(|u| u.original_passed);
             match passed {
                 Some(p) => format!(
                     "probed: the original passes {} of {} configurations",
-                    p.iter().filter(|b| b.as_bool() == Some(true)).count(),
+                    p.iter().filter(|b| **b).count(),
                     p.len()
                 ),
                 None => "probed".into(),

@@ -1,62 +1,14 @@
-//! `arenactl runner serve|exec|gpus`: the runner daemon, its one-shot mode (a Slurm job's
-//! task run), and what its GPUs are doing.
-
-use std::sync::Arc;
+//! `arenactl runner serve|gpus|watch|status|cancel`: the runner daemon and what it is doing
+//! (its one-shot mode, `exec`, in runner_exec.rs).
 
 use arena_proto::v1::{CancelRunRequest, GetRunRequest, ListGpusRequest, RunState, RunStatus};
-use arena_run::events::Events;
 use arena_run::Item;
-use arena_runner::{Engine, ExecRequest, Policy, Resources, RunnerError};
+use arena_runner::ExecRequest;
 
-use super::containerd::connect;
 use super::endpoint;
+use super::engine::local_engine_for;
 use super::{print_json, runtime, Outcome};
-use crate::cli::{RunnerArgs, RunnerCommand};
-
-/// An engine on the local containerd with the GPUs of `args`; `extra_roots` are agent mount
-/// roots besides the configured ones.
-pub async fn local_engine(
-    args: &RunnerArgs,
-    extra_roots: &[std::path::PathBuf],
-) -> anyhow::Result<Arc<Engine>> {
-    local_engine_for(args, extra_roots, Vec::new(), &[], Default::default()).await
-}
-
-/// As [`local_engine`], serving callers: `admins` act on every run, token callers name paths
-/// below `client_roots`.
-pub async fn local_engine_for(
-    args: &RunnerArgs,
-    extra_roots: &[std::path::PathBuf],
-    admins: Vec<String>,
-    client_roots: &[std::path::PathBuf],
-    eval: arena_runner::evaluate::EvalSettings,
-) -> anyhow::Result<Arc<Engine>> {
-    let gpus = arena_runner::parse_gpus(&args.gpus)?;
-    let visible = arena_runner::gpus::visible_from_env();
-    let gpus = if args.gpus == "auto" {
-        arena_runner::restrict_visible(gpus, visible.as_deref())?
-    } else {
-        gpus
-    };
-    let c = connect(&args.containerd).await?;
-    let store = args.store.store()?;
-    let mut roots = args.agent_mount_roots.clone();
-    roots.extend(extra_roots.iter().cloned());
-    let policy =
-        Policy::new(args.allow_host_network, &roots, admins)?.with_client_roots(client_roots)?;
-    let resources = Resources::for_host(gpus.len(), args.cpus_per_gpu, args.workspace_size);
-    Ok(Arc::new(
-        Engine::new(
-            Arc::new(c),
-            store,
-            gpus,
-            vec![args.agents_dir.clone()],
-            policy,
-        )
-        .with_resources(resources)
-        .with_eval_settings(eval),
-    ))
-}
+use crate::cli::RunnerCommand;
 
 pub fn run(cmd: RunnerCommand) -> anyhow::Result<Outcome> {
     match cmd {
@@ -106,62 +58,19 @@ pub fn run(cmd: RunnerCommand) -> anyhow::Result<Outcome> {
             unseen,
             bundle,
             runner,
-        } => runtime()?.block_on(async move {
-            let engine = local_engine(&runner, &[]).await?;
-            let gpu = engine.pool.gpus().first().cloned();
-            if let Some(g) = &gpu {
-                eprintln!(
-                    "arena runner exec {task}#{repeat} on GPU {} ({}{})",
-                    g.index,
-                    g.kind,
-                    if g.devices.is_empty() {
-                        String::new()
-                    } else {
-                        format!(": {}", g.devices.join(", "))
-                    }
-                );
-            }
-            // The job's log: one line per event.
-            let events = Arc::new(Events::default());
-            let (_, mut live) = events.subscribe();
-            let printer = tokio::spawn(async move {
-                while let Ok(ev) = live.recv().await {
-                    if let Some(line) = super::run::describe(&ev) {
-                        eprintln!("[{}#{}] {line}", ev.task_id, ev.repeat);
-                    }
-                }
-            });
-            // scancel and the time limit send SIGTERM: the running container is killed and
-            // removed before the job goes.
-            let (cancel_tx, cancel_rx) = tokio::sync::watch::channel(false);
-            let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
-            tokio::spawn(async move {
-                tokio::select! {
-                    _ = term.recv() => {}
-                    _ = tokio::signal::ctrl_c() => {}
-                }
-                eprintln!("signalled: stopping the task run's containers");
-                let _ = cancel_tx.send(true);
-            });
-            let req = ExecRequest {
-                run_dir: super::run::absolute(&run_dir),
+        } => super::runner_exec::exec(
+            &runner,
+            ExecRequest {
+                run_dir: super::absolute(&run_dir),
                 item: Item {
                     task_id: task,
                     repeat,
                 },
                 agent,
-                hidden_set: unseen.as_deref().map(super::run::absolute),
-                bundle: bundle.as_deref().map(super::run::absolute),
-            };
-            let outcome = engine.exec_item(&req, events.clone(), cancel_rx).await;
-            drop(events);
-            let _ = tokio::time::timeout(std::time::Duration::from_secs(1), printer).await;
-            match outcome {
-                Ok(_) => Ok(Outcome::Ok),
-                Err(RunnerError::Cancelled) => Ok(Outcome::Cancelled),
-                Err(e) => Err(e.into()),
-            }
-        }),
+                hidden_set: unseen.as_deref().map(super::absolute),
+                bundle: bundle.as_deref().map(super::absolute),
+            },
+        ),
         RunnerCommand::Gpus { remote, out } => runtime()?.block_on(async {
             let mut client = remote_client(&remote).await?;
             let gpus = client.list_gpus(ListGpusRequest {}).await?.into_inner().gpus;
@@ -181,7 +90,7 @@ pub fn run(cmd: RunnerCommand) -> anyhow::Result<Outcome> {
         }),
         RunnerCommand::Watch { run_id, remote, out } => runtime()?.block_on(async {
             let client = remote_client(&remote).await?;
-            super::run::watch(client, &run_id, out.json).await
+            super::run_follow::watch(client, &run_id, out.json).await
         }),
         RunnerCommand::Status { run_id, remote, out } => runtime()?.block_on(async {
             let mut client = remote_client(&remote).await?;

@@ -10,8 +10,9 @@ use arena_proto::v1::RunState;
 use arena_run::RunRequest;
 use arena_slurm::{Head, HeadRequest, SlurmCommands};
 
-use super::run::{absolute, default_out, print_outcome, Finished, View};
-use super::{print_json, runtime, Outcome};
+use super::run_follow::{print_outcome, Finished};
+use super::run_view::View;
+use super::{absolute, default_out, print_json, runtime, Outcome};
 use crate::cli::RunArgs;
 
 pub fn run(args: RunArgs) -> anyhow::Result<Outcome> {

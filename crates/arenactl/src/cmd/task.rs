@@ -1,22 +1,23 @@
-//! `arenactl task list|show|validate|digest` (`materialize` and `import`, in files of their own).
+//! `arenactl task list` and the task verbs' dispatch (`show` in task_show.rs, `validate`
+//! and `digest` in task_check.rs, `materialize` and `import` in files of their own).
 
-use std::path::{Path, PathBuf};
-
-use anyhow::Context;
-use arena_task::{discover, task_digest, FoundTask, Task, TaskErrors};
-use serde::Serialize;
+use std::path::PathBuf;
 
 use arena_task::derive::{trust_of, TrustLevel};
+use arena_task::Task;
+use serde::Serialize;
 
+use super::task_check::{find_all, Found};
+use super::task_show::trust_text;
 use super::{print_json, Outcome};
 use crate::cli::TaskCommand;
 
 pub fn run(cmd: TaskCommand) -> anyhow::Result<Outcome> {
     match cmd {
         TaskCommand::List { dirs, out } => list(&dirs, out.json),
-        TaskCommand::Show { id, root, out } => show(&id, &root, out.json),
-        TaskCommand::Validate { dirs, out } => validate(&dirs, out.json),
-        TaskCommand::Digest { dirs, out } => digest(&dirs, out.json),
+        TaskCommand::Show { id, root, out } => super::task_show::show(&id, &root, out.json),
+        TaskCommand::Validate { dirs, out } => super::task_check::validate(&dirs, out.json),
+        TaskCommand::Digest { dirs, out } => super::task_check::digest(&dirs, out.json),
         TaskCommand::Materialize {
             aka_root,
             out,
@@ -39,24 +40,6 @@ pub fn run(cmd: TaskCommand) -> anyhow::Result<Outcome> {
             json,
         } => super::import::kernelbench(&dir, &out, json.json),
     }
-}
-
-/// The outcome of reading one directory argument: its tasks, or why none could be found.
-enum Found {
-    Tasks(Vec<FoundTask>),
-    Error(String),
-}
-
-fn find_all(dirs: &[PathBuf]) -> Vec<(PathBuf, Found)> {
-    dirs.iter()
-        .map(|d| {
-            let f = match discover(d) {
-                Ok(t) => Found::Tasks(t),
-                Err(e) => Found::Error(e.to_string()),
-            };
-            (d.clone(), f)
-        })
-        .collect()
 }
 
 #[derive(Serialize)]
@@ -138,259 +121,4 @@ fn list(dirs: &[PathBuf], json: bool) -> anyhow::Result<Outcome> {
         }
     }
     Ok(outcome)
-}
-
-/// Finds a task by directory path, or by id under the tasks root.
-fn locate(id: &str, root: &Path) -> anyhow::Result<FoundTask> {
-    let as_path = Path::new(id);
-    if as_path.join(arena_task::CONFIG_FILE).is_file() {
-        let found = discover(as_path)?;
-        return Ok(found
-            .into_iter()
-            .next()
-            .expect("a task dir yields one task"));
-    }
-    let tasks = discover(root).with_context(|| {
-        format!("looking for task `{id}` (pass its directory, or --root for the tasks root)")
-    })?;
-    tasks
-        .into_iter()
-        .find(|t| t.id == id.trim_end_matches('/'))
-        .ok_or_else(|| {
-            arena_task::TaskError::UnknownTask {
-                id: id.to_string(),
-                root: root.to_path_buf(),
-            }
-            .into()
-        })
-}
-
-#[derive(Serialize)]
-struct ShowOutput<'a> {
-    #[serde(flatten)]
-    task: &'a Task,
-    digest: String,
-    trust: TrustLevel,
-}
-
-/// `trusted (derived)`, or `self_reported: <why>`.
-fn trust_text(t: &TrustLevel) -> String {
-    match (t.harness, &t.reason) {
-        (Some(h), _) => format!("{} ({})", t.level, h.as_str()),
-        (None, Some(r)) => format!("{}: {r}", t.level),
-        (None, None) => t.level.to_string(),
-    }
-}
-
-fn show(id: &str, root: &Path, json: bool) -> anyhow::Result<Outcome> {
-    let found = locate(id, root)?;
-    let task = Task::load(&found.dir, &found.id).map_err(errors_to_anyhow)?;
-    let digest = task_digest(&task.dir)?;
-    if json {
-        print_json(&ShowOutput {
-            task: &task,
-            digest: digest.to_string(),
-            trust: trust_of(&task.dir, &task.config),
-        })?;
-        return Ok(Outcome::Ok);
-    }
-    print!("{}", show_text(&task, &digest.to_string()));
-    for w in &task.warnings {
-        eprintln!("warning: {w}");
-    }
-    Ok(Outcome::Ok)
-}
-
-/// Every field the task sets, in full: lists joined, multi-line texts (instructions, the
-/// prompt's source code and cheatsheet) indented below their name, JSON values as JSON, and
-/// the names of fields arena does not know. Empty fields are left out.
-fn show_text(task: &Task, digest: &str) -> String {
-    let c = &task.config;
-    let mut out = String::new();
-    let mut line = |name: &str, value: String| {
-        if value.is_empty() {
-            return;
-        }
-        let label = format!("{name}:");
-        if value.contains('\n') {
-            out.push_str(&label);
-            out.push('\n');
-            for l in value.trim_end().lines() {
-                out.push_str(&format!("    {l}\n"));
-            }
-        } else {
-            out.push_str(&format!("{label:<21}{value}\n"));
-        }
-    };
-    let list = |v: &[String]| v.join(", ");
-    let opt = |v: &Option<String>| v.clone().unwrap_or_default();
-    let json =
-        |v: &Option<serde_json::Value>| v.as_ref().map(|v| v.to_string()).unwrap_or_default();
-    let secs = |v: Option<f64>| v.map(|t| format!("{t} s")).unwrap_or_default();
-    line("id", task.id.to_string());
-    line("directory", task.dir.display().to_string());
-    line("task type", c.task_type.to_string());
-    line("digest", digest.to_string());
-    line("source files", list(&c.source_file_path));
-    line("target files", list(&c.target_file_path));
-    line("agent's files", list(&task.agent_files));
-    line("target kernels", list(&c.target_kernel_functions));
-    line("harness", opt(&c.harness_path));
-    line("trusted harness", opt(&c.trusted_harness));
-    line("trust", trust_text(&trust_of(&task.dir, c)));
-    line("compile", c.compile_command.join(" && "));
-    line("correctness", c.correctness_command.join(" && "));
-    line("performance", c.performance_command.join(" && "));
-    line("compile timeout", secs(c.compile_timeout));
-    line("correctness timeout", secs(c.correctness_timeout));
-    line("performance timeout", secs(c.performance_timeout));
-    line(
-        "memory limit",
-        c.memory_limit
-            .map(|b| format!("{b} bytes"))
-            .unwrap_or_default(),
-    );
-    line("result template", json(&c.task_result_template));
-    line("repository language", opt(&c.repository_language));
-    line("repo url", opt(&c.repo_url));
-    line("repo subdir", opt(&c.repo_subdir));
-    line("post-clone install", list(&c.post_clone_install));
-    line("post-clone mode", opt(&c.post_clone_install_mode));
-    line("platform support", json(&c.platform_support));
-    line("supported archs", list(&c.supported_archs));
-    line("kernel identity", json(&c.kernel_identity));
-    line("source origin", json(&c.source_origin));
-    line("editable sources", list(&c.editable_sources));
-    line("image repo path", opt(&c.image_repo_path));
-    line("image repo exclude", list(&c.image_repo_exclude));
-    line("prompt task type", opt(&c.prompt.task_type));
-    line("instructions", opt(&c.prompt.instructions));
-    line("source code", opt(&c.prompt.source_code));
-    line("cheatsheet", opt(&c.prompt.cheatsheet));
-    let unknown: Vec<String> = c
-        .unknown
-        .keys()
-        .cloned()
-        .chain(c.prompt.unknown.keys().map(|k| format!("prompt.{k}")))
-        .collect();
-    line("unknown fields", list(&unknown));
-    out
-}
-
-fn errors_to_anyhow(e: TaskErrors) -> anyhow::Error {
-    anyhow::anyhow!("{e}")
-}
-
-#[derive(Serialize)]
-struct ValidateEntry {
-    id: Option<String>,
-    dir: PathBuf,
-    valid: bool,
-    task_type: Option<String>,
-    errors: Vec<String>,
-    warnings: Vec<String>,
-}
-
-#[derive(Serialize)]
-struct ValidateOutput {
-    valid: usize,
-    invalid: usize,
-    tasks: Vec<ValidateEntry>,
-}
-
-fn validate(dirs: &[PathBuf], json: bool) -> anyhow::Result<Outcome> {
-    let mut entries = Vec::new();
-    for (dir, found) in find_all(dirs) {
-        match found {
-            Found::Error(e) => entries.push(ValidateEntry {
-                id: None,
-                dir,
-                valid: false,
-                task_type: None,
-                errors: vec![e],
-                warnings: Vec::new(),
-            }),
-            Found::Tasks(tasks) => {
-                for t in tasks {
-                    entries.push(match Task::load(&t.dir, &t.id) {
-                        Ok(task) => ValidateEntry {
-                            id: Some(t.id),
-                            dir: t.dir,
-                            valid: true,
-                            task_type: Some(task.config.task_type.0),
-                            errors: Vec::new(),
-                            warnings: task.warnings,
-                        },
-                        Err(errs) => ValidateEntry {
-                            id: Some(t.id),
-                            dir: t.dir,
-                            valid: false,
-                            task_type: None,
-                            errors: errs.0.iter().map(|e| e.to_string()).collect(),
-                            warnings: Vec::new(),
-                        },
-                    });
-                }
-            }
-        }
-    }
-    let invalid = entries.iter().filter(|e| !e.valid).count();
-    let out = ValidateOutput {
-        valid: entries.len() - invalid,
-        invalid,
-        tasks: entries,
-    };
-    if json {
-        print_json(&out)?;
-    } else {
-        for e in &out.tasks {
-            let name = e.id.clone().unwrap_or_else(|| e.dir.display().to_string());
-            if e.valid {
-                println!("ok       {name}");
-            } else {
-                println!("INVALID  {name}");
-            }
-            for err in &e.errors {
-                eprintln!("error: {err}");
-            }
-            for w in &e.warnings {
-                eprintln!("warning: {w}");
-            }
-        }
-        println!("{} valid, {} invalid", out.valid, out.invalid);
-    }
-    Ok(if invalid == 0 {
-        Outcome::Ok
-    } else {
-        Outcome::Invalid
-    })
-}
-
-#[derive(Serialize)]
-struct DigestEntry {
-    id: String,
-    dir: PathBuf,
-    digest: String,
-}
-
-fn digest(dirs: &[PathBuf], json: bool) -> anyhow::Result<Outcome> {
-    let mut entries = Vec::new();
-    for dir in dirs {
-        for t in discover(dir)? {
-            let digest = task_digest(&t.dir)?;
-            entries.push(DigestEntry {
-                id: t.id,
-                dir: t.dir,
-                digest: digest.to_string(),
-            });
-        }
-    }
-    if json {
-        print_json(&entries)?;
-    } else {
-        for e in &entries {
-            println!("{}  {}", e.digest, e.id);
-        }
-    }
-    Ok(Outcome::Ok)
 }
