@@ -266,6 +266,20 @@ fn case_of(
             .insert("reported".into(), Value::String(format!("{ms}")));
         case.execution_time_ms = -1.0;
     }
+    if writer == Writer::Arena {
+        // Arena's own pairing keys, read by their schema (record::Pairing).
+        let id = case.test_case_id.clone();
+        return Some(case.typed().unwrap_or_else(|e| {
+            let mut failed = PerfCase::new(&id, -1.0);
+            failed.extra.insert(
+                "error".into(),
+                Value::String(format!(
+                    "the evaluator's pairing of this case is not readable: {e}"
+                )),
+            );
+            failed
+        }));
+    }
     Some(case)
 }
 

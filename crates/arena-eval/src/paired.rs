@@ -217,12 +217,11 @@ pub fn collect_performance(
             let mut b: Vec<f64> = pairs.iter().map(|p| p[0]).collect();
             let mut c: Vec<f64> = pairs.iter().map(|p| p[1]).collect();
             case.execution_time_ms = median(&mut c);
-            case.extra
-                .insert("baseline_ms".into(), json!(median(&mut b)));
-            case.extra.insert("pairs_ms".into(), json!(pairs));
+            case.pairing.baseline_ms = Some(median(&mut b));
+            case.pairing.pairs_ms = Some(pairs);
             // Every case of a round comes from the same two processes: a process that runs
             // slow slows all its cases. Intervals resample rounds, not each case's pairs.
-            case.extra.insert("paired_by".into(), json!("round"));
+            case.pairing.paired_by = Some(crate::record::PairedBy::Round);
         }
         case.extra.insert(
             "method".into(),
@@ -302,8 +301,8 @@ pub fn first_inconsistent_round(
             cases
                 .iter()
                 .filter_map(|c| {
-                    let p = c.extra.get("pairs_ms")?.as_array()?.get(*r)?;
-                    Some(PerfCase::new(&c.test_case_id, p.get(side)?.as_f64()?))
+                    let p = c.pairing.pairs_ms.as_ref()?.get(*r)?;
+                    Some(PerfCase::new(&c.test_case_id, p[side]))
                 })
                 .collect()
         };

@@ -44,8 +44,51 @@ impl GateReport {
 pub struct PerfCase {
     pub test_case_id: String,
     pub execution_time_ms: f64,
+    /// The case's paired timing, where arena measured one (its keys sit beside the others in
+    /// the JSON).
+    #[serde(flatten)]
+    pub pairing: Pairing,
+    /// The report's other keys (a harness's own, kept verbatim).
     #[serde(flatten)]
     pub extra: BTreeMap<String, serde_json::Value>,
+}
+
+/// A case's paired timing, written only by arena: its trusted evaluator (measure.py,
+/// `Session.performance`) or the rounds of a paired self-reported evaluation
+/// (crate::paired). A task harness's report that holds these keys has them dropped
+/// (crate::aka_perf::ARENA_KEYS), so that no kernel hands the scorer its own "paired"
+/// baseline.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Pairing {
+    /// The original kernel's time per call, the median of its batches beside this case's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub baseline_ms: Option<f64>,
+    /// Each pair's (original, candidate) time per call, in the order measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pairs_ms: Option<Vec<[f64; 2]>>,
+    /// What the pairs were measured in: the samples of the case's interval.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub paired_by: Option<PairedBy>,
+    /// Which session each pair came from (`paired_by: session`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pair_sessions: Option<Vec<u64>>,
+    /// The original compiled by torch.compile, timed in the same pairs (KernelBench's second
+    /// baseline): its time per call, and each pair's (compiled, candidate) times.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compiled_ms: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compiled_pairs_ms: Option<Vec<[f64; 2]>>,
+}
+
+/// What a case's pairs were measured in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PairedBy {
+    /// Rounds of a paired self-reported evaluation: pair `i` of every case came from the
+    /// same two processes.
+    Round,
+    /// Sessions of fresh kernel processes of the trusted evaluator.
+    Session,
 }
 
 /// A case time that counts as a measurement: positive and finite (harnesses mark a failed
@@ -63,8 +106,15 @@ impl PerfCase {
         PerfCase {
             test_case_id: id.to_string(),
             execution_time_ms: ms,
+            pairing: Pairing::default(),
             extra: BTreeMap::new(),
         }
+    }
+
+    /// The case with arena's pairing keys, where `extra` holds them (a report read key by
+    /// key), moved into `pairing`: read by the one schema, as results.json is.
+    pub fn typed(self) -> Result<Self, serde_json::Error> {
+        serde_json::from_value(serde_json::to_value(&self)?)
     }
 }
 
@@ -130,5 +180,40 @@ impl Evaluation {
             "{gate}: {}",
             report.error.as_deref().unwrap_or("failed")
         ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A case's pairing keys are read by their schema and written back as they came, beside
+    /// the harness's own keys; a case read key by key (`typed`) ends the same.
+    #[test]
+    fn a_cases_pairing_is_typed_and_round_trips() {
+        let text = r#"{"test_case_id":"perf1","execution_time_ms":1.5,"baseline_ms":3.0,
+            "pairs_ms":[[3.0,1.5],[3.1,1.4]],"paired_by":"session","pair_sessions":[0,1],
+            "params":{"n":4}}"#;
+        let c: PerfCase = serde_json::from_str(text).unwrap();
+        assert_eq!(c.pairing.baseline_ms, Some(3.0));
+        assert_eq!(c.pairing.pairs_ms, Some(vec![[3.0, 1.5], [3.1, 1.4]]));
+        assert_eq!(c.pairing.paired_by, Some(PairedBy::Session));
+        assert_eq!(c.pairing.pair_sessions, Some(vec![0, 1]));
+        assert_eq!(c.extra.keys().collect::<Vec<_>>(), ["params"]);
+        let back = serde_json::to_value(&c).unwrap();
+        let orig: serde_json::Value = serde_json::from_str(text).unwrap();
+        assert_eq!(back, orig);
+
+        let mut loose = PerfCase::new("perf1", 1.5);
+        for (k, v) in orig.as_object().unwrap() {
+            if k != "test_case_id" && k != "execution_time_ms" {
+                loose.extra.insert(k.clone(), v.clone());
+            }
+        }
+        assert_eq!(loose.typed().unwrap(), c);
+        // A pairing key of the wrong kind is refused, never read as no pairing.
+        loose = PerfCase::new("perf1", 1.5);
+        loose.extra.insert("paired_by".into(), "whim".into());
+        assert!(loose.typed().is_err());
     }
 }

@@ -52,9 +52,8 @@ fn cases(
                 (v[4] + v[5]) / 2.0
             };
             let mut c = PerfCase::new(&format!("{prefix}{i}"), med(1));
-            c.extra
-                .insert("baseline_ms".into(), serde_json::json!(med(0)));
-            c.extra.insert("pairs_ms".into(), serde_json::json!(pairs));
+            c.pairing.baseline_ms = Some(med(0));
+            c.pairing.pairs_ms = Some(pairs);
             if prefix == "perf" {
                 c.extra
                     .insert("params".into(), serde_json::json!({"shape": [64 * i, 128]}));

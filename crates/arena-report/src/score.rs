@@ -56,7 +56,7 @@ fn by_id(cases: &[PerfCase]) -> Result<BTreeMap<&str, f64>, PerfFailure> {
 /// The original kernel's time measured beside the candidate's in the same session (the
 /// trusted evaluator's paired batches), where the case has one.
 pub fn paired_baseline(c: &PerfCase) -> Option<f64> {
-    c.extra.get("baseline_ms").and_then(|v| v.as_f64())
+    c.pairing.baseline_ms
 }
 
 /// Arithmetic mean over the baseline's cases of baseline_ms / candidate_ms, matched by
@@ -182,7 +182,8 @@ pub fn compiled_speedup(candidate: &[PerfCase]) -> Option<f64> {
     let ratios: Vec<f64> = candidate
         .iter()
         .map(|c| {
-            crate::stats::pairs_at(c, "compiled_pairs_ms").map(|p| crate::stats::pair_ratio(&p))
+            let pairs = crate::stats::times_of(c.pairing.compiled_pairs_ms.as_deref()?)?;
+            Some(crate::stats::pair_ratio(&pairs))
         })
         .collect::<Option<_>>()?;
     Some(ratios.iter().sum::<f64>() / ratios.len() as f64)
@@ -328,14 +329,10 @@ mod tests {
         );
         // A paired baseline time replaces the baseline evaluation's.
         let mut paired = cases(&[("a", 2.0)]);
-        paired[0]
-            .extra
-            .insert("baseline_ms".into(), serde_json::json!(6.0));
+        paired[0].pairing.baseline_ms = Some(6.0);
         assert_eq!(speedup(&cases(&[("a", 4.0)]), &paired), Ok(3.0));
         let mut zero = cases(&[("a", 2.0)]);
-        zero[0]
-            .extra
-            .insert("baseline_ms".into(), serde_json::json!(0.0));
+        zero[0].pairing.baseline_ms = Some(0.0);
         assert!(matches!(
             speedup(&cases(&[("a", 4.0)]), &zero),
             Err(PerfFailure::BaselineCaseFailed { .. })
@@ -352,38 +349,25 @@ mod tests {
         let mut a = paired("a", &[(4.0, 2.0), (4.0, 2.0), (4.0, 2.0)]);
         let mut b = paired("b", &[(3.0, 1.0), (3.0, 1.0)]);
         // Ratios 1.5, 3 and 1: the median is 1.5; case b's is 0.5; the mean 1.0.
-        a.extra.insert(
-            "compiled_pairs_ms".into(),
-            serde_json::json!([[3.0, 2.0], [6.0, 2.0], [2.0, 2.0]]),
-        );
-        b.extra.insert(
-            "compiled_pairs_ms".into(),
-            serde_json::json!([[0.5, 1.0], [0.5, 1.0]]),
-        );
+        a.pairing.compiled_pairs_ms = Some(vec![[3.0, 2.0], [6.0, 2.0], [2.0, 2.0]]);
+        b.pairing.compiled_pairs_ms = Some(vec![[0.5, 1.0], [0.5, 1.0]]);
         assert_eq!(compiled_speedup(&[a.clone(), b.clone()]), Some(1.0));
         // A case where it could not be timed: no column at all, never a partial mean.
-        b.extra.remove("compiled_pairs_ms");
+        b.pairing.compiled_pairs_ms = None;
         b.extra
             .insert("compiled_error".into(), serde_json::json!("wrong output"));
         assert_eq!(compiled_speedup(&[a.clone(), b]), None);
         // A time that is not one (a harness's report has these keys dropped; arena's own
         // never writes one, but a zero is not read as infinitely fast).
-        a.extra.insert(
-            "compiled_pairs_ms".into(),
-            serde_json::json!([[0.0, 2.0], [6.0, 2.0]]),
-        );
+        a.pairing.compiled_pairs_ms = Some(vec![[0.0, 2.0], [6.0, 2.0]]);
         assert_eq!(compiled_speedup(&[a]), None);
         assert_eq!(compiled_speedup(&[]), None);
     }
 
     fn paired(id: &str, pairs: &[(f64, f64)]) -> PerfCase {
         let mut c = PerfCase::new(id, pairs[0].1);
-        c.extra.insert(
-            "pairs_ms".into(),
-            serde_json::json!(pairs.iter().map(|(b, c)| [*b, *c]).collect::<Vec<_>>()),
-        );
-        c.extra
-            .insert("baseline_ms".into(), serde_json::json!(pairs[0].0));
+        c.pairing.pairs_ms = Some(pairs.iter().map(|(b, c)| [*b, *c]).collect());
+        c.pairing.baseline_ms = Some(pairs[0].0);
         c
     }
 

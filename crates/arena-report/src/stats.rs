@@ -2,7 +2,7 @@
 //! is the same bytes every time it is made), the Wilcoxon signed-rank test and fast_p curves.
 
 use arena_eval::paired::median;
-use arena_eval::record::PerfCase;
+use arena_eval::record::{PairedBy, PerfCase};
 
 /// Resamples per bootstrap interval; the seed is fixed so that reports are reproducible.
 pub const RESAMPLES: usize = 1000;
@@ -18,20 +18,19 @@ pub fn quantile(sorted: &[f64], q: f64) -> f64 {
 /// The paired (baseline, candidate) batch times of a case, from the trusted evaluator's
 /// `pairs_ms`, where it has them.
 pub fn pairs(case: &PerfCase) -> Option<Vec<(f64, f64)>> {
-    pairs_at(case, "pairs_ms")
+    times_of(case.pairing.pairs_ms.as_deref()?)
 }
 
-/// The (other kernel, candidate) batch times of a case under `key` (`pairs_ms`, or
+/// The (other kernel, candidate) batch times of `pairs` (a case's `pairs_ms`, or its
 /// `compiled_pairs_ms`: the original compiled by torch.compile beside the candidate), where
-/// the case has at least two, all of them times.
-pub fn pairs_at(case: &PerfCase, key: &str) -> Option<Vec<(f64, f64)>> {
-    let v = case.extra.get(key)?.as_array()?;
-    let p: Vec<(f64, f64)> = v
+/// there are at least two, all of them times.
+pub fn times_of(pairs: &[[f64; 2]]) -> Option<Vec<(f64, f64)>> {
+    let p: Vec<(f64, f64)> = pairs
         .iter()
-        .filter_map(|p| Some((p.get(0)?.as_f64()?, p.get(1)?.as_f64()?)))
+        .map(|&[b, c]| (b, c))
         .filter(|(b, c)| *b > 0.0 && *c > 0.0 && b.is_finite() && c.is_finite())
         .collect();
-    (p.len() >= 2 && p.len() == v.len()).then_some(p)
+    (p.len() >= 2 && p.len() == pairs.len()).then_some(p)
 }
 
 /// A case's speedup from its pairs: the median over the pairs of baseline / candidate (a
@@ -71,17 +70,11 @@ pub fn unit_ratios(cases: &[PerfCase]) -> Option<Vec<f64>> {
 pub fn session_ratios(cases: &[PerfCase]) -> Option<Vec<f64>> {
     let mut per_case: Vec<std::collections::BTreeMap<u64, Vec<f64>>> = Vec::new();
     for c in cases {
-        if c.extra.get("paired_by").and_then(|v| v.as_str()) != Some("session") {
+        if c.pairing.paired_by != Some(PairedBy::Session) {
             return None;
         }
         let p = pairs(c)?;
-        let sessions: Vec<u64> = c
-            .extra
-            .get("pair_sessions")?
-            .as_array()?
-            .iter()
-            .map(|v| v.as_u64())
-            .collect::<Option<_>>()?;
+        let sessions = c.pairing.pair_sessions.clone()?;
         if sessions.len() != p.len() {
             return None;
         }
@@ -174,7 +167,7 @@ pub fn interval_at(draws: &[f64], level: f64) -> (f64, f64) {
 fn by_round(cases: &[PerfCase], per_case: &[Vec<(f64, f64)>]) -> bool {
     cases
         .iter()
-        .all(|c| c.extra.get("paired_by").and_then(|v| v.as_str()) == Some("round"))
+        .all(|c| c.pairing.paired_by == Some(PairedBy::Round))
         && per_case.windows(2).all(|w| w[0].len() == w[1].len())
 }
 

@@ -182,9 +182,9 @@ fn kernelbench_problems_evaluate_on_the_cpu() {
                 assert_eq!(compiled["options"]["backend"], "aot_eager", "{task}");
                 assert!(compiled.get("error").is_none(), "{task}: {compiled}");
                 for c in &r.candidate.performance {
-                    let pairs = c.extra["compiled_pairs_ms"].as_array().unwrap();
-                    assert_eq!(pairs.len(), c.extra["pairs_ms"].as_array().unwrap().len());
-                    assert!(c.extra["compiled_ms"].as_f64().unwrap() > 0.0, "{task}");
+                    let pairs = c.pairing.compiled_pairs_ms.as_ref().unwrap();
+                    assert_eq!(pairs.len(), c.pairing.pairs_ms.as_ref().unwrap().len());
+                    assert!(c.pairing.compiled_ms.unwrap() > 0.0, "{task}");
                 }
                 let s = e.score.compiled_speedup.unwrap();
                 assert!(s > 0.0 && s.is_finite(), "{task}: {s}");

@@ -325,7 +325,7 @@ fn an_untouched_kernel_is_measured_as_itself_on_every_sample_task() {
         assert!(s.correct, "{task}: {r}");
         let cases = &parsed.candidate.performance;
         assert!(
-            cases.iter().all(|c| c.extra.contains_key("pairs_ms")),
+            cases.iter().all(|c| c.pairing.pairs_ms.is_some()),
             "{task}: every case paired: {r}"
         );
         let (lo, hi) = arena_report::stats::speedup_interval_at(cases, 0.998).unwrap();

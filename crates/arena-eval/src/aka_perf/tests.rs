@@ -202,16 +202,20 @@ fn a_report_cannot_hand_the_scorer_pairs_of_its_own() {
     ] {
         assert!(!c.extra.contains_key(k), "{k} kept: {c:?}");
     }
+    assert_eq!(c.pairing, Default::default(), "{c:?}");
     assert_eq!(c.extra["params"]["n"], 4);
-    // Arena's own evaluator writes them: kept.
+    // Arena's own evaluator writes them: kept, read as its pairing.
     let r = read_run(d.path(), "triton2triton", Side::Candidate, Writer::Arena).unwrap();
-    for k in ["baseline_ms", "pairs_ms", "paired_by", "compiled_pairs_ms"] {
-        assert!(
-            r.cases[0].extra.contains_key(k),
-            "{k} dropped: {:?}",
-            r.cases[0]
-        );
-    }
+    let p = &r.cases[0].pairing;
+    assert!(
+        p.baseline_ms.is_some()
+            && p.pairs_ms.is_some()
+            && p.paired_by.is_some()
+            && p.compiled_pairs_ms.is_some(),
+        "dropped: {:?}",
+        r.cases[0]
+    );
+    assert!(!r.cases[0].extra.contains_key("pairs_ms"));
 }
 
 #[test]

@@ -81,15 +81,15 @@ fn rounds_become_pairs_per_case_with_the_medians() {
     let c = &cases[0];
     assert_eq!(c.test_case_id, "perf1");
     assert_eq!(c.execution_time_ms, 5.0);
-    assert_eq!(c.extra["baseline_ms"], 11.0);
+    assert_eq!(c.pairing.baseline_ms, Some(11.0));
     assert_eq!(
-        c.extra["pairs_ms"],
-        json!([[10.0, 5.0], [11.0, 5.5], [30.0, 4.0]])
+        c.pairing.pairs_ms,
+        Some(vec![[10.0, 5.0], [11.0, 5.5], [30.0, 4.0]])
     );
     assert_eq!(c.extra["params"]["n"], 1);
     assert!(c.extra["method"].as_str().unwrap().contains("3 rounds"));
     assert_eq!(cases[1].execution_time_ms, 2.0);
-    assert_eq!(cases[1].extra["baseline_ms"], 1.0);
+    assert_eq!(cases[1].pairing.baseline_ms, Some(1.0));
 }
 
 #[test]
@@ -191,7 +191,7 @@ fn a_harness_lying_in_some_rounds_is_caught_in_those() {
     // median of the candidate's times looks honest, the median ratio would be ~50.
     let pairs = [[1.0, 1.0], [1.0, 0.01], [1.0, 0.01], [1.0, 1.0]];
     let mut c = PerfCase::new("perf1", 0.505);
-    c.extra.insert("pairs_ms".into(), json!(pairs));
+    c.pairing.pairs_ms = Some(pairs.to_vec());
     let rounds: BTreeMap<usize, [Option<f64>; 2]> =
         (0..4).map(|r| (r, [Some(1.0), Some(1.0)])).collect();
     let bad = first_inconsistent_round(&[c.clone()], &rounds, Some(1000), None).unwrap();
@@ -203,9 +203,7 @@ fn a_harness_lying_in_some_rounds_is_caught_in_those() {
     );
     // Honest rounds pass, and rounds without both wall times are not judged.
     let mut honest = c;
-    honest
-        .extra
-        .insert("pairs_ms".into(), json!([[1.0, 1.0], [1.0, 1.0]]));
+    honest.pairing.pairs_ms = Some(vec![[1.0, 1.0], [1.0, 1.0]]);
     assert!(first_inconsistent_round(&[honest.clone()], &rounds, Some(1000), None).is_none());
     let partial: BTreeMap<usize, [Option<f64>; 2]> = [(0, [Some(1.0), None])].into();
     assert!(first_inconsistent_round(&[honest], &partial, Some(1000), None).is_none());

@@ -2,10 +2,7 @@ use super::*;
 
 fn case(id: &str, pairs: &[(f64, f64)]) -> PerfCase {
     let mut c = PerfCase::new(id, 1.0);
-    c.extra.insert(
-        "pairs_ms".into(),
-        serde_json::json!(pairs.iter().map(|(b, c)| [*b, *c]).collect::<Vec<_>>()),
-    );
+    c.pairing.pairs_ms = Some(pairs.iter().map(|(b, c)| [*b, *c]).collect());
     c
 }
 
@@ -87,8 +84,7 @@ fn pairs_measured_in_shared_rounds_are_samples_of_rounds() {
     let rounds = [(1.0, 1.0), (1.0, 1.0), (1.3, 1.0)];
     let mk = |id: &str| {
         let mut c = case(id, &rounds);
-        c.extra
-            .insert("paired_by".into(), serde_json::json!("round"));
+        c.pairing.paired_by = Some(PairedBy::Round);
         c
     };
     assert_eq!(round_ratios(&[mk("a"), mk("b")]), Some(vec![1.0, 1.0, 1.3]));
@@ -98,10 +94,7 @@ fn pairs_measured_in_shared_rounds_are_samples_of_rounds() {
         None
     );
     let mut short = mk("c");
-    short.extra.insert(
-        "pairs_ms".into(),
-        serde_json::json!([[1.0, 1.0], [1.0, 1.0]]),
-    );
+    short.pairing.pairs_ms = Some(vec![[1.0, 1.0], [1.0, 1.0]]);
     assert_eq!(round_ratios(&[mk("a"), short]), None);
     // Three rounds hold no 95% interval: their range (75%).
     assert_eq!(speedup_interval(&[mk("a"), mk("b")]), Some((1.0, 1.3)));
@@ -134,10 +127,8 @@ fn pairs_measured_in_sessions_are_samples_of_sessions() {
     let pairs = [(1.0, 1.0), (1.0, 1.0), (1.04, 1.0), (1.04, 1.0)];
     let mk = |id: &str| {
         let mut c = case(id, &pairs);
-        c.extra
-            .insert("paired_by".into(), serde_json::json!("session"));
-        c.extra
-            .insert("pair_sessions".into(), serde_json::json!([0, 0, 1, 1]));
+        c.pairing.paired_by = Some(PairedBy::Session);
+        c.pairing.pair_sessions = Some(vec![0, 0, 1, 1]);
         c
     };
     let cases = [mk("a"), mk("b")];
@@ -147,14 +138,10 @@ fn pairs_measured_in_sessions_are_samples_of_sessions() {
     assert!(lo <= 1.0 && hi >= 1.04, "{lo}–{hi}");
     // Sessions that do not line up, or a pair without one, are not sessions.
     let mut other = mk("c");
-    other
-        .extra
-        .insert("pair_sessions".into(), serde_json::json!([0, 0, 2, 2]));
+    other.pairing.pair_sessions = Some(vec![0, 0, 2, 2]);
     assert_eq!(session_ratios(&[mk("a"), other]), None);
     let mut short = mk("d");
-    short
-        .extra
-        .insert("pair_sessions".into(), serde_json::json!([0, 1]));
+    short.pairing.pair_sessions = Some(vec![0, 1]);
     assert_eq!(session_ratios(&[short]), None);
     assert_eq!(session_ratios(&[case("e", &pairs)]), None);
 }

@@ -18,8 +18,8 @@ async fn an_untouched_kernel_is_paired_with_the_original_in_one_container() {
     assert_eq!(r.candidate.performance.len(), 3);
     for c in &r.candidate.performance {
         assert_eq!(c.execution_time_ms, 10.0);
-        assert_eq!(c.extra["baseline_ms"], 10.0);
-        let pairs = c.extra["pairs_ms"].as_array().unwrap();
+        assert_eq!(c.pairing.baseline_ms, Some(10.0));
+        let pairs = c.pairing.pairs_ms.as_ref().unwrap();
         assert_eq!(pairs.len(), arena_eval::paired::DEFAULT_PAIRS as usize);
     }
     assert_eq!(
@@ -47,7 +47,7 @@ async fn a_faster_kernel_is_measured_against_its_paired_original() {
     let r = f.result("out", 1).unwrap();
     for c in &r.candidate.performance {
         assert_eq!(c.execution_time_ms, 2.5);
-        assert_eq!(c.extra["baseline_ms"], 10.0);
+        assert_eq!(c.pairing.baseline_ms, Some(10.0));
     }
 }
 
@@ -86,7 +86,7 @@ async fn no_pairs_times_the_candidate_alone_against_the_baseline_evaluation() {
         .candidate
         .performance
         .iter()
-        .all(|c| { c.execution_time_ms == 5.0 && !c.extra.contains_key("baseline_ms") }));
+        .all(|c| { c.execution_time_ms == 5.0 && c.pairing.baseline_ms.is_none() }));
     assert_eq!(r.cross_check.unwrap().runs_per_kernel, None);
     let rd = arena_run::RunDir::new(&f.root().join("out")).unwrap();
     assert_eq!(rd.load_record().unwrap().unwrap().perf_pairs, Some(0));

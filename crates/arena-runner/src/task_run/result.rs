@@ -87,7 +87,7 @@ impl TaskRun<'_> {
                 .performance
                 .iter()
                 .filter_map(|c| {
-                    let b = c.extra.get("baseline_ms")?.as_f64()?;
+                    let b = c.pairing.baseline_ms?;
                     Some(PerfCase::new(&c.test_case_id, b))
                 })
                 .collect();

@@ -66,14 +66,11 @@ pub(crate) fn kernel_result(set: &TaskUnseen, rep: &UnseenReport, role: Role) ->
             .map(|c| {
                 let mut c = c.clone();
                 if role == BASELINE {
-                    c.execution_time_ms = c
-                        .extra
-                        .get("baseline_ms")
-                        .and_then(|v| v.as_f64())
-                        .unwrap_or(c.execution_time_ms);
-                    for k in ["baseline_ms", "pairs_ms", "paired_by", "pair_sessions"] {
-                        c.extra.remove(k);
-                    }
+                    c.execution_time_ms = c.pairing.baseline_ms.unwrap_or(c.execution_time_ms);
+                    c.pairing.baseline_ms = None;
+                    c.pairing.pairs_ms = None;
+                    c.pairing.paired_by = None;
+                    c.pairing.pair_sessions = None;
                 }
                 c
             })
@@ -192,7 +189,7 @@ mod tests {
         let orig = kernel_result(&set(), &rep, BASELINE).evaluation;
         let opt = kernel_result(&set(), &rep, CANDIDATE).evaluation;
         assert_eq!(orig.performance[0].execution_time_ms, 3.0);
-        assert!(!orig.performance[0].extra.contains_key("pairs_ms"));
+        assert!(orig.performance[0].pairing.pairs_ms.is_none());
         assert_eq!(opt.performance[0].execution_time_ms, 1.0);
         let missing = UnseenReport::default();
         let none = kernel_result(&set(), &missing, CANDIDATE);

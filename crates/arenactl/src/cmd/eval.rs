@@ -114,7 +114,7 @@ fn show(e: &arena_client::Evaluation, task: &str, lock: &Path) {
     println!("  compile      {}", gate(&r.candidate.compile));
     println!("  correctness  {}", gate(&r.candidate.correctness));
     for c in &r.candidate.performance {
-        let base = c.extra.get("baseline_ms").and_then(|b| b.as_f64());
+        let base = c.pairing.baseline_ms;
         let error = c.extra.get("error").and_then(|e| e.as_str());
         match (base, error) {
             (_, Some(why)) => println!("  {:12} failed: {why}", c.test_case_id),
