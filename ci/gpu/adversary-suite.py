@@ -184,6 +184,15 @@ def kill_kernel_users():
     time.sleep(0.2)
 
 
+def run_evaluator(evaluator, work, timeout):
+    """The evaluator on `work`/job.json, as the runner starts it; returns its stderr."""
+    try:
+        p = subprocess.run([sys.executable, "-I", "-B", evaluator, os.path.join(work, "job.json")], capture_output=True, text=True, timeout=timeout)
+        return p.stderr
+    except subprocess.TimeoutExpired as e:
+        return f"timed out: {e}"
+
+
 def verdict(s, control):
     gates = [g for g in s.get("gates") or [] if g]
     failed = [g.split()[0] for g in gates if g.split()[-1] != "0"]
@@ -238,11 +247,7 @@ def main():
             shutil.rmtree(work, ignore_errors=True)
             out = setup(work, task, attack, args)
             t0 = time.time()
-            try:
-                p = subprocess.run([sys.executable, "-I", "-B", evaluator, os.path.join(work, "job.json")], capture_output=True, text=True, timeout=args.timeout)
-                stderr = p.stderr
-            except subprocess.TimeoutExpired as e:
-                stderr = f"timed out: {e}"
+            stderr = run_evaluator(evaluator, work, args.timeout)
             kill_kernel_users()
             s = tc.summarize(out)
             s["wall_s"] = round(time.time() - t0, 1)

@@ -142,11 +142,7 @@ def arena(task, evaluator, args):
     out = suite.setup(work, task, "untouched", args)
     poll = Poll()
     t0 = time.time()
-    try:
-        p = subprocess.run([sys.executable, "-I", "-B", evaluator, os.path.join(work, "job.json")], capture_output=True, text=True, timeout=args.timeout)
-        stderr = p.stderr
-    except subprocess.TimeoutExpired as e:
-        stderr = f"timed out: {e}"
+    stderr = suite.run_evaluator(evaluator, work, args.timeout)
     wall = time.time() - t0
     peak = poll.stop()
     suite.kill_kernel_users()
