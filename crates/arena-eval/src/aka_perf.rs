@@ -253,7 +253,9 @@ fn case_of(
     let mut case = PerfCase::new(&id, ms);
     for (k, v) in d {
         let arenas = writer == Writer::Harness && ARENA_KEYS.contains(&k.as_str());
-        if k != "test_case_id" && k != "execution_time_ms" && !arenas {
+        if k == "error" {
+            case.error = crate::record::error_text(v.clone());
+        } else if k != "test_case_id" && k != "execution_time_ms" && !arenas {
             case.extra.insert(k.clone(), v.clone());
         }
     }
@@ -271,12 +273,9 @@ fn case_of(
         let id = case.test_case_id.clone();
         return Some(case.typed().unwrap_or_else(|e| {
             let mut failed = PerfCase::new(&id, -1.0);
-            failed.extra.insert(
-                "error".into(),
-                Value::String(format!(
-                    "the evaluator's pairing of this case is not readable: {e}"
-                )),
-            );
+            failed.error = Some(format!(
+                "the evaluator's pairing of this case is not readable: {e}"
+            ));
             failed
         }));
     }

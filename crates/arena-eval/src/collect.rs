@@ -134,11 +134,7 @@ fn performance(
         } else {
             format!("performance gate exited {code}")
         };
-        if let Some(err) = e
-            .performance
-            .iter()
-            .find_map(|c| c.extra.get("error").and_then(|v| v.as_str()))
-        {
+        if let Some(err) = e.performance.iter().find_map(|c| c.error.as_deref()) {
             why = format!("{why}: {err}");
         }
         e.performance_error = Some(why);

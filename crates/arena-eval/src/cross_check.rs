@@ -38,17 +38,6 @@ pub enum Verdict {
 /// tiny kernel; a harness's call could be cheaper still, but not by half).
 pub const FLOOR_SHARE: f64 = 0.5;
 
-/// The floor a case's time must clear, from the floor probe's record (`floor` in the gate
-/// runner's record): on a GPU half the cheapest graph-replayed launch, else [`FLOOR_MS`].
-pub fn device_floor_ms(probe: &serde_json::Value) -> Option<f64> {
-    let graph = probe
-        .get("gpu")
-        .and_then(|g| g.get("graph_launch_ms"))
-        .and_then(|v| v.as_f64())
-        .filter(|v| v.is_finite() && *v > 0.0)?;
-    Some((graph * FLOOR_SHARE).max(FLOOR_MS))
-}
-
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CrossCheck {
     pub verdict: Verdict,
@@ -227,8 +216,10 @@ mod tests {
     #[test]
     fn a_time_below_the_devices_floor_is_refused() {
         // The probe found a graph-replayed launch takes 2 µs: half of it is the floor.
-        let probe = serde_json::json!({"cpu_call_ms": 3e-5, "gpu": {"graph_launch_ms": 0.002}});
-        let floor = device_floor_ms(&probe);
+        let probe: crate::evaluator_record::FloorProbe =
+            serde_json::from_str(r#"{"cpu_call_ms": 3e-5, "gpu": {"graph_launch_ms": 0.002}}"#)
+                .unwrap();
+        let floor = probe.floor_ms();
         assert_eq!(floor, Some(0.001));
         let c = cross_check(&cases(&[0.05]), 0.7, &cases(&[0.0004]), 0.7, None, floor);
         assert_eq!(c.verdict, Verdict::Inconsistent);
@@ -241,9 +232,5 @@ mod tests {
         // 1.5 µs clears it; without a GPU only the fixed floor applies.
         let ok = cross_check(&cases(&[0.05]), 0.7, &cases(&[0.0015]), 0.7, None, floor);
         assert_eq!(ok.verdict, Verdict::Partial, "{}", ok.reason);
-        assert_eq!(
-            device_floor_ms(&serde_json::json!({"cpu_call_ms": 3e-5, "gpu": null})),
-            None
-        );
     }
 }

@@ -10,6 +10,7 @@ pub mod autotune;
 pub mod collect;
 pub mod cross_check;
 pub mod error;
+pub mod evaluator_record;
 pub mod gate;
 pub mod layout;
 pub mod paired;

@@ -212,7 +212,7 @@ pub fn collect_performance(
         }
         if let Some(why) = failed {
             case.execution_time_ms = -1.0;
-            case.extra.insert("error".into(), json!(why));
+            case.error = Some(why.to_string());
         } else {
             let mut b: Vec<f64> = pairs.iter().map(|p| p[0]).collect();
             let mut c: Vec<f64> = pairs.iter().map(|p| p[1]).collect();

@@ -48,6 +48,14 @@ pub struct PerfCase {
     /// the JSON).
     #[serde(flatten)]
     pub pairing: Pairing,
+    /// Why the case failed, where its writer said (arena's evaluator always does; a harness
+    /// may). A harness's value that is not text is kept as its JSON.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "text_or_json"
+    )]
+    pub error: Option<String>,
     /// The report's other keys (a harness's own, kept verbatim).
     #[serde(flatten)]
     pub extra: BTreeMap<String, serde_json::Value>,
@@ -91,6 +99,21 @@ pub enum PairedBy {
     Session,
 }
 
+/// A case's `error` as text: a string as it is, null as none, anything else as its JSON (a
+/// harness's report is not refused for the type of its error).
+fn text_or_json<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    Ok(error_text(serde_json::Value::deserialize(d)?))
+}
+
+/// [`PerfCase::error`] from a report's value.
+pub fn error_text(v: serde_json::Value) -> Option<String> {
+    match v {
+        serde_json::Value::Null => None,
+        serde_json::Value::String(s) => Some(s),
+        other => Some(other.to_string()),
+    }
+}
+
 /// A case time that counts as a measurement: positive and finite (harnesses mark a failed
 /// case with `-1.0`).
 pub fn is_measured(ms: f64) -> bool {
@@ -107,6 +130,7 @@ impl PerfCase {
             test_case_id: id.to_string(),
             execution_time_ms: ms,
             pairing: Pairing::default(),
+            error: None,
             extra: BTreeMap::new(),
         }
     }

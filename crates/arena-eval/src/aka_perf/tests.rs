@@ -235,3 +235,26 @@ fn deeply_nested_reports_are_refused_without_parsing_them_deeply() {
     assert!(err.contains("unreadable"), "{err}");
     assert_eq!(nesting(r#"{"a": "[[[[", "b": [1, {"c": 2}]}"#), 3);
 }
+
+/// A case's `error` is the typed field whoever wrote it: text as it is, another JSON value as
+/// its text, and it survives a write and a read.
+#[test]
+fn a_cases_error_is_typed_whatever_its_writer_wrote() {
+    let d = run_dir(&[(
+        "performance_report.json",
+        r#"[{"test_case_id":"perf1","execution_time_ms":-1,"error":"boom"},{"test_case_id":"perf2","execution_time_ms":-1,"error":{"code":5}},{"test_case_id":"perf3","execution_time_ms":1.5,"error":null}]"#,
+    )]);
+    for writer in [Writer::Harness, Writer::Arena] {
+        let r = read_run(d.path(), "triton2triton", Side::Candidate, writer).unwrap();
+        let errors: Vec<Option<&str>> = r.cases.iter().map(|c| c.error.as_deref()).collect();
+        assert_eq!(
+            errors,
+            [Some("boom"), Some(r#"{"code":5}"#), None],
+            "{writer:?}"
+        );
+        assert!(r.cases.iter().all(|c| !c.extra.contains_key("error")));
+        let back: Vec<PerfCase> =
+            serde_json::from_str(&serde_json::to_string(&r.cases).unwrap()).unwrap();
+        assert_eq!(back, r.cases);
+    }
+}

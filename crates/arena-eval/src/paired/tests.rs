@@ -105,13 +105,13 @@ fn a_case_failed_or_missing_in_any_round_fails_with_the_round_named() {
         collect_performance(d.path(), &all_passed(&plan), &plan, "triton2triton", None).unwrap();
     assert_eq!(cases[0].execution_time_ms, -1.0);
     assert_eq!(
-        cases[0].extra["error"],
-        "round 2: original 1 ms, agent's -1 ms"
+        cases[0].error.as_deref(),
+        Some("round 2: original 1 ms, agent's -1 ms")
     );
     assert_eq!(cases[1].execution_time_ms, -1.0);
     assert_eq!(
-        cases[1].extra["error"],
-        "round 2: the agent's report lacks it"
+        cases[1].error.as_deref(),
+        Some("round 2: the agent's report lacks it")
     );
     assert!(!cases[0].extra.contains_key("pairs_ms"));
 }

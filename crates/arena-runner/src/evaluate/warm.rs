@@ -12,6 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use arena_eval::aka_perf::Writer;
+use arena_eval::evaluator_record::EvaluatorRecord;
 use arena_eval::trusted::{self, Job, BASELINE, CANDIDATE, COMPILED};
 use arena_eval::{collect, GateTimeouts, Reading};
 use arena_image::Store;
@@ -28,9 +29,7 @@ use super::pool::{Warm, Warmer};
 use super::{Baseline, EvalError, Evaluated};
 use crate::gpus::Gpu;
 use crate::resources::Resources;
-use crate::task_run::{
-    bind, copy_sources, evaluator_config, image_env, read_record, unusable, EvaluatorDir,
-};
+use crate::task_run::{bind, copy_sources, evaluator_config, image_env, unusable, EvaluatorDir};
 
 /// The largest answer taken from the evaluator (its answers are a few hundred bytes; its
 /// reports go to files).
@@ -348,15 +347,14 @@ impl ContainerWarm {
             )));
         }
         let out = self.out.join(rid);
-        let record = read_record(&out);
+        let record = EvaluatorRecord::read(&out);
         let how = Reading {
             writer: Writer::Arena,
             ..Reading::default()
         };
         let evaluation = collect(&out, &out, None, how);
         let _ = std::fs::remove_dir_all(&out);
-        if let Some(e) = record.get("error").and_then(|e| e.as_str()) {
-            let last = e.lines().last().unwrap_or(e).to_string();
+        if let Some(last) = record.as_ref().and_then(EvaluatorRecord::failure) {
             return Err(if last.contains("deadline") {
                 EvalError::Deadline(format!("arena's evaluator: {last}"))
             } else {
@@ -364,12 +362,12 @@ impl ContainerWarm {
             });
         }
         let mut record = record;
-        if let (Some(times), Some(r)) = (reply.get("times"), record.as_object_mut()) {
-            r.insert("warm_times".into(), times.clone());
+        if let (Some(times), Some(r)) = (reply.get("times"), record.as_mut()) {
+            r.note("warm_times", times.clone());
         }
         Ok(Evaluated {
             evaluation,
-            record,
+            record: record.map_or(serde_json::Value::Null, |r| r.to_value()),
             retire: reply
                 .get("retire")
                 .and_then(|r| r.as_str())

@@ -6,7 +6,7 @@
 
 use arena_eval::aka_perf::{Side, Writer};
 use arena_eval::collect::read_codes;
-use arena_eval::cross_check::device_floor_ms;
+use arena_eval::evaluator_record::{EvaluatorRecord, FloorProbe};
 use arena_eval::paired::{self, PairedPlan};
 use arena_eval::record::{Evaluation, GateReport, GateStatus};
 use arena_eval::self_reported::{Overlay, CANDIDATE_SOURCES, REPORTS};
@@ -161,7 +161,7 @@ impl TaskRun<'_> {
         Ok(Phase {
             evaluation,
             outcome: r.outcome,
-            record: Some(r.record),
+            record: Some(kept(r.record)),
             device: None,
         })
     }
@@ -221,15 +221,11 @@ impl TaskRun<'_> {
             self.task.config.task_type.as_str(),
             note.as_deref(),
         );
-        evaluation.device_floor_ms = r.record.get("floor").and_then(device_floor_ms);
+        let floor = r.record.as_ref().and_then(|rec| rec.floor.as_ref());
+        evaluation.device_floor_ms = floor.and_then(FloorProbe::floor_ms);
         // No floor is no check: a probe that failed (it runs beside the original's compile
         // only) leaves the times unchecked, so they are not scored.
-        let probe_failed = r
-            .record
-            .get("floor")
-            .and_then(|f| f.get("error"))
-            .and_then(|e| e.as_str())
-            .map(str::to_string);
+        let probe_failed = floor.and_then(|f| f.error.clone());
         if let (true, None, Some(e)) = (
             evaluation.correct(),
             &evaluation.performance_error,
@@ -238,17 +234,14 @@ impl TaskRun<'_> {
             evaluation.performance_error =
                 Some(format!("the device's floor could not be measured: {e}"));
         }
-        if let Some(rec) = r.record.as_object_mut() {
-            rec.insert(
-                "plan".into(),
-                serde_json::to_value(&plan).unwrap_or_default(),
-            );
+        if let Some(rec) = r.record.as_mut() {
+            rec.note("plan", serde_json::to_value(&plan).unwrap_or_default());
         }
         self.gate_events(phase, &evaluation, event);
         Ok(Phase {
             evaluation,
             outcome: r.outcome,
-            record: Some(r.record),
+            record: Some(kept(r.record)),
             device: None,
         })
     }
@@ -335,7 +328,7 @@ impl TaskRun<'_> {
         Ok(Phase {
             evaluation,
             outcome: t.outcome,
-            record: Some(t.record),
+            record: Some(kept(t.record)),
             device: None,
         })
     }
@@ -484,4 +477,9 @@ pub(crate) fn timeout_note(outcome: &RunOutcome, limit_s: u64) -> Option<String>
     outcome
         .timed_out
         .then(|| format!("evaluator timed out after {limit_s} s"))
+}
+
+/// An evaluator's record as the task result keeps it: null where it wrote none.
+fn kept(record: Option<EvaluatorRecord>) -> serde_json::Value {
+    record.map_or(serde_json::Value::Null, |r| r.to_value())
 }

@@ -47,7 +47,7 @@ use phase::ContainerPhase;
 
 pub(crate) use baseline::unusable;
 pub use image::image_env;
-pub(crate) use trusted::{copy_sources, evaluator_config, read_record, EvaluatorDir};
+pub(crate) use trusted::{copy_sources, evaluator_config, EvaluatorDir};
 
 /// Releases what a task run may still hold on the host (its workspace's file system), as
 /// an interrupted attempt or a failed one leaves it; then its directory can go.

@@ -11,11 +11,11 @@ use std::collections::BTreeSet;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
+use arena_eval::evaluator_record::EvaluatorRecord;
 use arena_eval::layout::{self, OUT_DIR};
 use arena_eval::self_reported::{GatesJob, CANDIDATE_SOURCES, VIEWS};
 use arena_eval::sources::StagedSource;
 use arena_eval::trusted;
-use arena_eval::untrusted::read_text_beneath;
 use arena_runtime::{BindMount, ContainerConfig, Network, RunOutcome, Tmpfs};
 use arena_task::EntryKind;
 
@@ -38,7 +38,7 @@ pub(crate) struct SelfReportedRun<'a> {
 pub(crate) struct SelfReportedOut {
     pub out: PathBuf,
     pub outcome: RunOutcome,
-    pub record: serde_json::Value,
+    pub record: Option<EvaluatorRecord>,
 }
 
 fn io(p: &Path) -> impl Fn(std::io::Error) -> RunnerError + '_ {
@@ -145,12 +145,8 @@ impl TaskRun<'_> {
         let outcome = ctx
             .container(self.item, r.phase, &self.image, cfg, r.job.limit_s())
             .await?;
-        let record: serde_json::Value =
-            read_text_beneath(&out, Path::new("evaluator.json"), 1 << 20)
-                .ok()
-                .and_then(|t| serde_json::from_str(&t).ok())
-                .unwrap_or_default();
-        if let Some(e) = record.get("error").and_then(|e| e.as_str()) {
+        let record = EvaluatorRecord::read(&out);
+        if let Some(e) = record.as_ref().and_then(|r| r.error.as_deref()) {
             return Err(RunnerError::Other(format!(
                 "{}: arena's gate runner failed ({}): {e}",
                 self.item.label(),

@@ -9,10 +9,10 @@
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
+use arena_eval::evaluator_record::EvaluatorRecord;
 use arena_eval::layout::OUT_DIR;
 use arena_eval::sources::StagedSource;
 use arena_eval::trusted::{self, Job, Role, BASELINE, CANDIDATE};
-use arena_eval::untrusted::read_text_beneath;
 use arena_eval::GateTimeouts;
 use arena_runtime::{BindMount, ContainerConfig, Network, RunOutcome, Tmpfs};
 
@@ -34,11 +34,12 @@ pub(crate) struct TrustedRun<'a> {
     pub hidden: Option<&'a Path>,
 }
 
-/// What the evaluator left: its report directory, the container, and its own record.
+/// What the evaluator left: its report directory, the container, and its own record (none
+/// where it ran out of time before writing one).
 pub(crate) struct TrustedOut {
     pub out: PathBuf,
     pub outcome: RunOutcome,
-    pub record: serde_json::Value,
+    pub record: Option<EvaluatorRecord>,
 }
 
 fn io(p: &Path) -> impl Fn(std::io::Error) -> RunnerError + '_ {
@@ -251,22 +252,22 @@ impl TaskRun<'_> {
             .container(self.item, r.phase, &self.image, cfg, timeouts.total())
             .await?;
         let out = ed.out;
-        let record = read_record(&out);
-        if let Some(why) = record.get("not_derivable").and_then(|e| e.as_str()) {
+        let record = EvaluatorRecord::read(&out);
+        let rec = record.as_ref();
+        if let Some(why) = rec.and_then(|r| r.not_derivable.as_deref()) {
             // Found only when the runner ran: the task goes on with its own commands.
             tracing::warn!(task = %self.item.label(), "derived harness refused: {why}");
             let _ = self.refused.set(why.to_string());
             return Err(RunnerError::NotDerivable(why.to_string()));
         }
-        if let Some(e) = record.get("error").and_then(|e| e.as_str()) {
+        if let Some(e) = rec.and_then(EvaluatorRecord::failure) {
             return Err(RunnerError::Other(format!(
-                "{}: arena's evaluator could not evaluate ({}): {}",
+                "{}: arena's evaluator could not evaluate ({}): {e}",
                 self.item.label(),
                 r.phase,
-                e.lines().last().unwrap_or(e)
             )));
         }
-        if record.is_null() && !outcome.timed_out {
+        if record.is_none() && !outcome.timed_out {
             return Err(RunnerError::Other(format!(
                 "{}: arena's evaluator ended (exit {}) without a record ({})",
                 self.item.label(),
@@ -280,13 +281,4 @@ impl TaskRun<'_> {
             record,
         })
     }
-}
-
-/// The evaluator's own record in its reports' directory (its seed, warnings, gate times, or
-/// why it could not evaluate); null where it wrote none.
-pub(crate) fn read_record(out: &Path) -> serde_json::Value {
-    read_text_beneath(out, Path::new("evaluator.json"), 1 << 20)
-        .ok()
-        .and_then(|t| serde_json::from_str(&t).ok())
-        .unwrap_or_default()
 }

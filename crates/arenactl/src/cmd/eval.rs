@@ -115,7 +115,7 @@ fn show(e: &arena_client::Evaluation, task: &str, lock: &Path) {
     println!("  correctness  {}", gate(&r.candidate.correctness));
     for c in &r.candidate.performance {
         let base = c.pairing.baseline_ms;
-        let error = c.extra.get("error").and_then(|e| e.as_str());
+        let error = c.error.as_deref();
         match (base, error) {
             (_, Some(why)) => println!("  {:12} failed: {why}", c.test_case_id),
             (Some(b), None) => println!(

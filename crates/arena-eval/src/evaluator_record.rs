@@ -1,0 +1,147 @@
+//! `evaluator.json`: what arena's own evaluator (trusted, evaluation.py) or gate runner
+//! (self-reported, gates.py) writes beside its reports: why it could not evaluate, the device's
+//! floor, its seed, warnings and times. The fields the runner acts on are typed here; the rest
+//! is kept as written, for the task result.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::cross_check::{FLOOR_MS, FLOOR_SHARE};
+
+/// The record's file in an evaluator's report directory.
+pub const FILE: &str = "evaluator.json";
+/// Read at most this much of it (the evaluator's traceback tails are 4 000 characters).
+pub const CAP: u64 = 1 << 20;
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct EvaluatorRecord {
+    /// Why the evaluator could not evaluate (a traceback's tail, or one line): the
+    /// evaluation's own failure, never a kernel's gate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// A derived harness met a construct of the task's runner it cannot follow: the task is
+    /// evaluated by its own commands instead.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_derivable: Option<String>,
+    /// The device-floor probe's result (floor.py), where it ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub floor: Option<FloorProbe>,
+    /// Each kernel's device memory in bytes, measured by killing its processes where the
+    /// device's memory ran out (memory_blame.py).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_held: Option<BTreeMap<String, u64>>,
+    /// Everything else it wrote (seed, warnings, gate and phase times, commands…).
+    #[serde(flatten)]
+    pub extra: serde_json::Map<String, serde_json::Value>,
+}
+
+/// floor.py's line: the cheapest call the device can honestly make.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct FloorProbe {
+    /// Why the probe could not measure (then nothing is checked against a floor).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu: Option<GpuFloor>,
+    #[serde(flatten)]
+    pub extra: serde_json::Map<String, serde_json::Value>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct GpuFloor {
+    /// The cheapest graph-replayed launch, in ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub graph_launch_ms: Option<f64>,
+    #[serde(flatten)]
+    pub extra: serde_json::Map<String, serde_json::Value>,
+}
+
+impl FloorProbe {
+    /// The floor a case's time must clear: on a GPU half the cheapest graph-replayed launch,
+    /// else none (the CPU's [`FLOOR_MS`] applies).
+    pub fn floor_ms(&self) -> Option<f64> {
+        let graph = self
+            .gpu
+            .as_ref()?
+            .graph_launch_ms
+            .filter(|v| v.is_finite() && *v > 0.0)?;
+        Some((graph * FLOOR_SHARE).max(FLOOR_MS))
+    }
+}
+
+impl EvaluatorRecord {
+    /// The record in `out`, read beneath it (a symlink out of it is not followed). `None` where
+    /// there is none, or it does not hold a record (the evaluator ended before writing one).
+    pub fn read(out: &Path) -> Option<EvaluatorRecord> {
+        let text = crate::untrusted::read_text_beneath(out, Path::new(FILE), CAP).ok()?;
+        serde_json::from_str(&text).ok()
+    }
+
+    /// The last line of [`EvaluatorRecord::error`]: a traceback's exception.
+    pub fn failure(&self) -> Option<&str> {
+        self.error
+            .as_deref()
+            .map(|e| e.trim_end().lines().last().unwrap_or(e))
+    }
+
+    /// Why the floor probe could not measure, where it ran and failed.
+    pub fn floor_failure(&self) -> Option<&str> {
+        self.floor.as_ref()?.error.as_deref()
+    }
+
+    /// The record as the task result keeps it (`evaluators`).
+    pub fn to_value(&self) -> serde_json::Value {
+        serde_json::to_value(self).unwrap_or_default()
+    }
+
+    /// Adds `key` to what the record keeps (the runner's own notes: the paired plan, a warm
+    /// evaluator's times).
+    pub fn note(&mut self, key: &str, value: serde_json::Value) {
+        self.extra.insert(key.to_string(), value);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A record reads into its typed fields and back to the same JSON; one whose typed field
+    /// has the wrong type is no record.
+    #[test]
+    fn a_record_keeps_what_it_does_not_type_and_refuses_a_wrong_type() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = r#"{"mode": "trusted", "seed": "ab", "error": "Traceback\n  ...\nRuntimeError: gone\n",
+            "floor": {"cpu_call_ms": 3e-5, "gpu": {"graph_launch_ms": 0.004, "n": 3}},
+            "memory_held": {"baseline": 1073741824, "candidate": 66571993088}}"#;
+        std::fs::write(dir.path().join(FILE), text).unwrap();
+        let r = EvaluatorRecord::read(dir.path()).unwrap();
+        assert_eq!(r.failure(), Some("RuntimeError: gone"));
+        assert_eq!(
+            r.floor.as_ref().unwrap().floor_ms(),
+            Some(0.002f64.max(FLOOR_MS))
+        );
+        assert_eq!(r.memory_held.as_ref().unwrap()["candidate"], 66571993088);
+        let back = r.to_value();
+        let want: serde_json::Value = serde_json::from_str(text).unwrap();
+        assert_eq!(back, want);
+
+        std::fs::write(dir.path().join(FILE), r#"{"error": 3}"#).unwrap();
+        assert_eq!(EvaluatorRecord::read(dir.path()), None);
+        std::fs::remove_file(dir.path().join(FILE)).unwrap();
+        assert_eq!(EvaluatorRecord::read(dir.path()), None);
+    }
+
+    /// No GPU in the probe (or a nonsense time) is no floor; a failed probe says why.
+    #[test]
+    fn a_floor_comes_only_from_a_measured_launch() {
+        let p: FloorProbe = serde_json::from_str(r#"{"cpu_call_ms": 3e-5, "gpu": null}"#).unwrap();
+        assert_eq!(p.floor_ms(), None);
+        let p: FloorProbe = serde_json::from_str(r#"{"gpu": {"graph_launch_ms": -1}}"#).unwrap();
+        assert_eq!(p.floor_ms(), None);
+        let r: EvaluatorRecord =
+            serde_json::from_str(r#"{"floor": {"error": "no device"}}"#).unwrap();
+        assert_eq!(r.floor_failure(), Some("no device"));
+    }
+}
