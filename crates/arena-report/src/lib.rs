@@ -21,7 +21,9 @@ use serde::Serialize;
 
 pub use aggregate::{aggregate_by_type, Aggregate, ALL};
 pub use arena_eval::record::{Evaluation, GateReport, GateStatus, PerfCase};
-pub use arena_run::result::{load_results, ResultSet, TaskResult, Trust, UnseenResult};
+pub use arena_run::result::{
+    load_infra_errors, load_results, InfraError, ResultSet, TaskResult, Trust, UnseenResult,
+};
 pub use error::ReportError;
 pub use generalization::{summarize_by_type, GeneralizationSummary, Quadrant, TaskGeneralization};
 pub use score::{score, score_task, speedup, PerfFailure, TaskScore};
@@ -38,6 +40,10 @@ pub struct Report {
     pub noise_aware: Vec<noise::NoiseAware>,
     /// Where the run's time went ([`time`]).
     pub time: time::TimeSummary,
+    /// Task runs that ended without a result (the evaluation or the engine failed), which no
+    /// number above counts ([`Report::with_unscored`]).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub unscored: Vec<arena_run::result::InfraError>,
 }
 
 impl Report {
@@ -62,12 +68,45 @@ impl Report {
             generalization: summarize_by_type(results),
             noise_aware: noise::summarize_runs(&runs),
             time: time::TimeSummary::of(results),
+            unscored: Vec::new(),
         })
+    }
+
+    /// The report with the task runs of its result sets that have no result. They are said
+    /// beside the table, never dropped in silence: a kernel that makes its own evaluation
+    /// fail would otherwise leave the numbers better than they are.
+    pub fn with_unscored(mut self, mut unscored: Vec<arena_run::result::InfraError>) -> Report {
+        unscored.sort_by(|a, b| (&a.task_id, a.repeat).cmp(&(&b.task_id, b.repeat)));
+        self.unscored = unscored;
+        self
+    }
+
+    /// The unscored task runs, one line each with the reason ("" where there are none).
+    pub fn unscored_markdown(&self) -> String {
+        if self.unscored.is_empty() {
+            return String::new();
+        }
+        let lines: Vec<String> = self
+            .unscored
+            .iter()
+            .map(|u| {
+                let why = u.reason.lines().last().unwrap_or("").trim();
+                let why: String = why.chars().take(300).collect();
+                format!("- `{}` (repeat {}): {why}\n", u.task_id, u.repeat)
+            })
+            .collect();
+        format!(
+            "\n**{} task run(s) without a result, counted in no number above** (the same \
+             command runs them again):\n\n{}",
+            self.unscored.len(),
+            lines.concat()
+        )
     }
 
     pub fn markdown(&self) -> String {
         let mut out = table::aggregates_markdown(&self.aggregates);
         out.push_str(&self.measured_line());
+        out.push_str(&self.unscored_markdown());
         out.push_str(
             "\nfast_p as KernelBench counts it (% of task runs correct and faster than p×):\n\n",
         );
@@ -176,6 +215,7 @@ mod tests {
             generalization: vec![],
             noise_aware: vec![],
             time: time::TimeSummary::of(&[]),
+            unscored: Vec::new(),
         };
         assert_eq!(
             r.measured_line(),
@@ -191,6 +231,7 @@ mod tests {
             generalization: vec![],
             noise_aware: vec![],
             time: time::TimeSummary::of(&[]),
+            unscored: Vec::new(),
         };
         assert_eq!(
             trusted_only.measured_line(),
@@ -208,6 +249,7 @@ mod tests {
             generalization: vec![],
             noise_aware: vec![],
             time: time::TimeSummary::of(&[]),
+            unscored: Vec::new(),
         };
         let md = r.markdown();
         assert!(md.contains("varied between performance runs"), "{md}");

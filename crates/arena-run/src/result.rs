@@ -431,6 +431,19 @@ pub fn load_results_with_run(path: &Path) -> Result<(Vec<TaskResult>, Option<Str
     }
 }
 
+/// The task runs a result set at `path` names as without a result (infrastructure errors):
+/// empty for a list of results or a single result, which cannot name any.
+pub fn load_infra_errors(path: &Path) -> Result<Vec<InfraError>, RunError> {
+    let text = std::fs::read_to_string(path).map_err(|e| RunError::io(path, e))?;
+    let value: serde_json::Value = serde_json::from_str(&text)
+        .map_err(|e| RunError::invalid(path.display(), "(json)", e.to_string()))?;
+    match value.get("infra_errors") {
+        None | Some(serde_json::Value::Null) => Ok(Vec::new()),
+        Some(v) => serde_json::from_value(v.clone())
+            .map_err(|e| RunError::invalid(path.display(), "infra_errors", e.to_string())),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -488,5 +501,32 @@ mod tests {
             "correctness_s": 1.0, "performance_s": 5.0, "other_s": 1.7, "arena_share": 0.2}});
         let b = parse_result(v).unwrap().timings.unwrap().breakdown.unwrap();
         assert_eq!((b.evaluator_setup_s, b.other_s), (0.0, 1.7));
+    }
+
+    /// A result set's task runs without a result are read with it; a plain list has none,
+    /// and a malformed entry is refused by its field.
+    #[test]
+    fn a_sets_task_runs_without_a_result_are_read_with_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let set = dir.path().join("results.json");
+        std::fs::write(&set, r#"{"schema": "x", "tasks": [], "infra_errors": [{"task_id": "a", "repeat": 2, "reason": "gone", "at": 5}]}"#).unwrap();
+        let got = load_infra_errors(&set).unwrap();
+        assert_eq!(
+            (
+                got[0].task_id.as_str(),
+                got[0].repeat,
+                got[0].reason.as_str()
+            ),
+            ("a", 2, "gone")
+        );
+        let list = dir.path().join("list.json");
+        std::fs::write(&list, "[]").unwrap();
+        assert!(load_infra_errors(&list).unwrap().is_empty());
+        std::fs::write(&set, r#"{"tasks": [], "infra_errors": [{"task_id": "a"}]}"#).unwrap();
+        let e = load_infra_errors(&set).unwrap_err().to_string();
+        assert!(
+            e.contains("infra_errors") && e.contains("results.json"),
+            "{e}"
+        );
     }
 }

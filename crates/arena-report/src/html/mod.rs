@@ -247,6 +247,25 @@ pub fn render(report: &Report, results: &[TaskResult], info: &PageInfo) -> Strin
     );
     out.push_str("<h2>Aggregates (AgentKernelArena)</h2>");
     out.push_str(&aggregates_table(&report.aggregates));
+    if !report.unscored.is_empty() {
+        let _ = write!(
+            out,
+            "<h2>Without a result</h2><p><strong>{} task run(s) without a result, counted in no \
+             number above</strong> (the same command runs them again).</p><ul>",
+            report.unscored.len()
+        );
+        for u in &report.unscored {
+            let why = u.reason.lines().last().unwrap_or("").trim();
+            let _ = write!(
+                out,
+                "<li><code>{}</code> (repeat {}): {}</li>",
+                esc(&u.task_id),
+                u.repeat,
+                esc(why)
+            );
+        }
+        out.push_str("</ul>");
+    }
     if report.noise_aware.iter().any(|n| n.with_interval > 0) {
         out.push_str(
             "<h2>Noise-aware</h2><p class=\"muted\">A task counts as faster than p only when the \

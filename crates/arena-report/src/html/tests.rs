@@ -206,3 +206,39 @@ fn the_time_tables_are_the_reports_sums() {
         "phases that did not run are left out: {t}"
     );
 }
+
+/// A task run without a result is said beside the table, in markdown and on the page, with
+/// the last line of its reason; never dropped in silence.
+#[test]
+fn task_runs_without_a_result_are_said_beside_the_table() {
+    let results = fixture::run(3, 1, 1.0, 7).tasks;
+    let (report, html) = page(&results);
+    assert!(!html.contains("Without a result") && report.unscored_markdown().is_empty());
+    let gone = arena_run::result::InfraError {
+        task_id: "vllm/triton_rms_norm".into(),
+        repeat: 1,
+        reason: "traceback ...\nRuntimeError: CUDA out of memory <here>".into(),
+        at: 0,
+    };
+    let report = report.with_unscored(vec![gone]);
+    let md = report.markdown();
+    assert!(
+        md.contains("1 task run(s) without a result")
+            && md.contains(
+                "- `vllm/triton_rms_norm` (repeat 1): RuntimeError: CUDA out of memory <here>"
+            ),
+        "{md}"
+    );
+    let html = render(
+        &report,
+        &results,
+        &PageInfo {
+            title: "t".into(),
+            run_id: None,
+            link_base: String::new(),
+        },
+    );
+    assert!(html.contains("<li><code>vllm/triton_rms_norm</code> (repeat 1): RuntimeError: CUDA out of memory &lt;here&gt;</li>"), "{html}");
+    let json = serde_json::to_value(&report).unwrap();
+    assert_eq!(json["unscored"][0]["repeat"], 1);
+}

@@ -6,7 +6,7 @@ use anyhow::Context;
 use arena_report::compare::compare;
 use arena_report::html::{self, PageInfo};
 use arena_report::{Report, TaskResult};
-use arena_run::result::load_results_with_run;
+use arena_run::result::{load_infra_errors, load_results_with_run};
 
 use super::{print_json, Outcome};
 use crate::cli::{CompareArgs, CompareFormat, ReportArgs, ReportFormat};
@@ -49,7 +49,8 @@ fn link_base(run_dir: &Path, page: &Path) -> String {
 
 pub fn report(args: ReportArgs) -> anyhow::Result<Outcome> {
     let (results, run_id) = load(&args.run)?;
-    let report = Report::build(&results)?;
+    let unscored = load_infra_errors(&results_file(&args.run))?;
+    let report = Report::build(&results)?.with_unscored(unscored);
     let text = match args.format {
         ReportFormat::Json => {
             if args.out.is_none() {

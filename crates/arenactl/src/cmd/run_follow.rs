@@ -162,7 +162,7 @@ pub(super) fn print_outcome(
     f: &Finished<'_>,
     set: &ResultSet,
 ) -> anyhow::Result<Outcome> {
-    let report = Report::build(&set.tasks)?;
+    let report = Report::build(&set.tasks)?.with_unscored(set.infra_errors.clone());
     if json {
         print_json(&serde_json::json!({
             "run_id": f.run_id,

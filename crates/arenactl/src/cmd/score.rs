@@ -1,16 +1,17 @@
 //! `arenactl score RESULTS.json…`: the aggregate table of one or more result files.
 
-use arena_report::{load_results, Report};
+use arena_report::{load_infra_errors, load_results, Report};
 
 use super::{print_json, Outcome};
 use crate::cli::ScoreArgs;
 
 pub fn run(args: ScoreArgs) -> anyhow::Result<Outcome> {
-    let mut results = Vec::new();
+    let (mut results, mut unscored) = (Vec::new(), Vec::new());
     for f in &args.files {
         results.extend(load_results(f)?);
+        unscored.extend(load_infra_errors(f)?);
     }
-    let report = Report::build(&results)?;
+    let report = Report::build(&results)?.with_unscored(unscored);
     if args.out.json {
         print_json(&report)?;
     } else if args.csv {
