@@ -63,9 +63,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 speedups.push(e.score.speedup);
                 compiled.push(e.score.compiled_speedup);
                 lat.push(ms);
-                let g: f64 = e.result.evaluators["candidate"]["gate_s"]
-                    .as_object()
-                    .map(|m| m.values().filter_map(|v| v.as_f64()).sum())
+                let g: f64 = e
+                    .result
+                    .evaluators
+                    .get("candidate")
+                    .and_then(|r| r.gate_s.as_ref())
+                    .map(|m| m.values().sum())
                     .unwrap_or(f64::NAN);
                 gates.push(g * 1000.0);
             }

@@ -21,6 +21,10 @@ pub struct EvaluatorRecord {
     /// evaluation's own failure, never a kernel's gate.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// The evaluation's secret seed (hex), told once no kernel process runs any more: with
+    /// it anyone can make the inputs again and check.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<String>,
     /// A derived harness met a construct of the task's runner it cannot follow: the task is
     /// evaluated by its own commands instead.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -32,7 +36,45 @@ pub struct EvaluatorRecord {
     /// device's memory ran out (memory_blame.py).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory_held: Option<BTreeMap<String, u64>>,
-    /// Everything else it wrote (seed, warnings, gate and phase times, commands…).
+    /// Seconds per gate of the trusted evaluator (`compile`, `correctness`, `performance`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gate_s: Option<BTreeMap<String, f64>>,
+    /// Seconds the trusted evaluator spent outside its gates, by phase (start, setup…).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phases_s: Option<BTreeMap<String, f64>>,
+    /// Every command the self-reported gate runner ran, in order.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub commands: Option<Vec<StepRecord>>,
+    /// The original compiled by torch.compile, where the task's harness declares it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compiled_baseline: Option<CompiledBaseline>,
+    /// Everything else it wrote (seed, warnings, the runner's notes…).
+    #[serde(flatten)]
+    pub extra: serde_json::Map<String, serde_json::Value>,
+}
+
+/// One command of a self-reported gate runner's step (gates.py).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct StepRecord {
+    /// The step it belongs to: `compile`, `correctness`, `performance`, or a paired run's
+    /// `perf<round>-<role>`, `probe…`.
+    #[serde(default)]
+    pub step: String,
+    /// Its wall seconds by arena's clock.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wall_s: Option<f64>,
+    #[serde(flatten)]
+    pub extra: serde_json::Map<String, serde_json::Value>,
+}
+
+/// The torch.compile baseline's part of a trusted evaluator's record.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CompiledBaseline {
+    /// Why it could not be compiled or run (the evaluation went on without it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compile_s: Option<f64>,
     #[serde(flatten)]
     pub extra: serde_json::Map<String, serde_json::Value>,
 }
@@ -113,6 +155,8 @@ mod tests {
     fn a_record_keeps_what_it_does_not_type_and_refuses_a_wrong_type() {
         let dir = tempfile::tempdir().unwrap();
         let text = r#"{"mode": "trusted", "seed": "ab", "error": "Traceback\n  ...\nRuntimeError: gone\n",
+            "gate_s": {"compile": 1.5}, "phases_s": {}, "compiled_baseline": {"options": {"mode": "max-autotune"}, "compile_s": 3.0},
+            "commands": [{"step": "perf1-candidate", "index": 0, "exit": 0, "wall_s": 0.5}],
             "floor": {"cpu_call_ms": 3e-5, "gpu": {"graph_launch_ms": 0.004, "n": 3}},
             "memory_held": {"baseline": 1073741824, "candidate": 66571993088}}"#;
         std::fs::write(dir.path().join(FILE), text).unwrap();
@@ -123,6 +167,14 @@ mod tests {
             Some(0.002f64.max(FLOOR_MS))
         );
         assert_eq!(r.memory_held.as_ref().unwrap()["candidate"], 66571993088);
+        assert_eq!(r.gate_s.as_ref().unwrap()["compile"], 1.5);
+        assert_eq!(r.phases_s, Some(BTreeMap::new()));
+        let step = &r.commands.as_ref().unwrap()[0];
+        assert_eq!(
+            (step.step.as_str(), step.wall_s),
+            ("perf1-candidate", Some(0.5))
+        );
+        assert_eq!(r.compiled_baseline.as_ref().unwrap().compile_s, Some(3.0));
         let back = r.to_value();
         let want: serde_json::Value = serde_json::from_str(text).unwrap();
         assert_eq!(back, want);

@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use crate::aka_perf::{read_run, Side, Writer};
+use crate::evaluator_record::EvaluatorRecord;
 use crate::record::{Evaluation, PerfCase};
 use crate::trusted::{Role, BASELINE, CANDIDATE};
 
@@ -240,28 +241,22 @@ pub fn collect_performance(
 
 /// Each performance run in the gate runner's record, in run order: (round, 0 for the
 /// original or 1 for the agent's kernel, wall seconds by arena's clock).
-fn perf_runs(record: &serde_json::Value) -> impl Iterator<Item = (usize, usize, f64)> + '_ {
-    record
-        .get("commands")
-        .and_then(|c| c.as_array())
-        .into_iter()
-        .flatten()
-        .filter_map(|cmd| {
-            let step = cmd.get("step")?.as_str()?;
-            let wall = cmd.get("wall_s")?.as_f64()?;
-            let (round, role) = step.strip_prefix("perf")?.split_once('-')?;
-            let slot = match role {
-                r if r == BASELINE.name => 0,
-                r if r == CANDIDATE.name => 1,
-                _ => return None,
-            };
-            Some((round.parse::<usize>().ok()?, slot, wall))
-        })
+fn perf_runs(record: &EvaluatorRecord) -> impl Iterator<Item = (usize, usize, f64)> + '_ {
+    record.commands.iter().flatten().filter_map(|cmd| {
+        let wall = cmd.wall_s?;
+        let (round, role) = cmd.step.strip_prefix("perf")?.split_once('-')?;
+        let slot = match role {
+            r if r == BASELINE.name => 0,
+            r if r == CANDIDATE.name => 1,
+            _ => return None,
+        };
+        Some((round.parse::<usize>().ok()?, slot, wall))
+    })
 }
 
 /// Wall seconds of each kernel's performance runs (by arena's clock), from the gate runner's
 /// record: (original's, agent's), in run order.
-pub fn run_walls(record: &serde_json::Value) -> (Vec<f64>, Vec<f64>) {
+pub fn run_walls(record: &EvaluatorRecord) -> (Vec<f64>, Vec<f64>) {
     let (mut b, mut c) = (Vec::new(), Vec::new());
     for (_, slot, wall) in perf_runs(record) {
         if slot == 0 {
@@ -275,7 +270,7 @@ pub fn run_walls(record: &serde_json::Value) -> (Vec<f64>, Vec<f64>) {
 
 /// Each round's wall seconds by arena's clock, [original's, agent's], from the gate runner's
 /// record (a run that never ran is absent).
-pub fn round_walls(record: &serde_json::Value) -> BTreeMap<usize, [Option<f64>; 2]> {
+pub fn round_walls(record: &EvaluatorRecord) -> BTreeMap<usize, [Option<f64>; 2]> {
     let mut out: BTreeMap<usize, [Option<f64>; 2]> = BTreeMap::new();
     for (round, slot, wall) in perf_runs(record) {
         let w = &mut out.entry(round).or_default()[slot];

@@ -194,7 +194,7 @@ pub fn compiled_speedup(candidate: &[PerfCase]) -> Option<f64> {
 fn has_compiled_baseline(r: &TaskResult) -> bool {
     r.evaluators
         .get("candidate")
-        .is_some_and(|e| e.get("compiled_baseline").is_some())
+        .is_some_and(|e| e.compiled_baseline.is_some())
 }
 
 /// AgentKernelArena's single-sample speedup of paired cases ([`TaskScore::unpaired_speedup`]).

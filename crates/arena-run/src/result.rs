@@ -277,8 +277,13 @@ pub struct TaskResult {
     pub cross_check: Option<arena_eval::cross_check::CrossCheck>,
     /// The trusted evaluator's record of each evaluation, by phase: its secret seed (told
     /// once no kernel ran any more), its warnings, its gate times.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub evaluators: BTreeMap<String, serde_json::Value>,
+    /// A phase whose evaluator wrote no record is absent (results before stop 50 held null).
+    #[serde(
+        default,
+        skip_serializing_if = "BTreeMap::is_empty",
+        deserialize_with = "records_without_nulls"
+    )]
+    pub evaluators: BTreeMap<String, arena_eval::evaluator_record::EvaluatorRecord>,
     /// The accelerator's state during each evaluation, by phase (`baseline`, `candidate`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub device: BTreeMap<String, DeviceWindow>,
@@ -353,6 +358,15 @@ pub struct ResultSet {
     pub infra_errors: Vec<InfraError>,
     #[serde(flatten)]
     pub extra: BTreeMap<String, serde_json::Value>,
+}
+
+/// [`TaskResult::evaluators`], a null record (no record written) left out.
+fn records_without_nulls<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<BTreeMap<String, arena_eval::evaluator_record::EvaluatorRecord>, D::Error> {
+    let all: BTreeMap<String, Option<arena_eval::evaluator_record::EvaluatorRecord>> =
+        Deserialize::deserialize(d)?;
+    Ok(all.into_iter().filter_map(|(k, v)| Some((k, v?))).collect())
 }
 
 /// Parses one task result, checking its schema (v1 is read as it was written).
@@ -490,6 +504,29 @@ mod tests {
         assert_eq!(
             serde_json::to_value(Trust::SelfReportedCrossChecked).unwrap(),
             "self_reported_cross_checked"
+        );
+    }
+
+    /// An evaluator's record is read by its typed fields and written back as it was; a null
+    /// record (written before stop 50 where an evaluator left none) is read as absent.
+    #[test]
+    fn evaluator_records_are_typed_and_a_null_one_is_absent() {
+        let mut v = minimal(TASK_RESULT_SCHEMA);
+        v["evaluators"] = serde_json::json!({
+            "baseline": null,
+            "candidate": {"seed": "ab", "gate_s": {"compile": 1.0}, "warnings": [], "plan": {"rounds": []}}
+        });
+        let r = parse_result(v.clone()).unwrap();
+        assert_eq!(r.evaluators.len(), 1);
+        let c = &r.evaluators["candidate"];
+        assert_eq!(
+            (c.seed.as_deref(), c.gate_s.as_ref().unwrap()["compile"]),
+            (Some("ab"), 1.0)
+        );
+        let back = serde_json::to_value(&r).unwrap();
+        assert_eq!(
+            back["evaluators"],
+            serde_json::json!({"candidate": v["evaluators"]["candidate"]})
         );
     }
 

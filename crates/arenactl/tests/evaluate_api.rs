@@ -438,11 +438,11 @@ fn a_full_queue_refuses_at_once_and_every_request_gets_exactly_one_answer() {
         assert_eq!(e.request_id, format!("req-{i}"));
         fails_correctness(e);
         // Each evaluation drew its own secret seed.
-        assert!(e.result.evaluators["candidate"]["seed"].is_string());
+        assert!(e.result.evaluators["candidate"].seed.is_some());
     }
     let seeds: std::collections::BTreeSet<String> = answers
         .iter()
-        .map(|(_, e)| e.result.evaluators["candidate"]["seed"].to_string())
+        .map(|(_, e)| format!("{:?}", e.result.evaluators["candidate"].seed))
         .collect();
     assert_eq!(seeds.len(), answers.len());
     s.stop();

@@ -173,6 +173,7 @@ fn wall_times_by_kernel_from_the_record() {
         {"step": "perf1-candidate", "wall_s": 4.0},
         {"step": "perf2-candidate", "wall_s": 3.0},
     ]});
+    let rec: crate::evaluator_record::EvaluatorRecord = serde_json::from_value(rec).unwrap();
     let (b, c) = run_walls(&rec);
     assert_eq!(b, [3.0, 5.0]);
     assert_eq!(c, [2.0, 4.0, 3.0]);

@@ -59,7 +59,7 @@ pub enum EvalError {
 #[derive(Debug, Clone)]
 pub struct Baseline {
     pub evaluation: Evaluation,
-    pub record: serde_json::Value,
+    pub record: arena_eval::evaluator_record::EvaluatorRecord,
 }
 
 /// One evaluation of a candidate paired with the original.
@@ -67,7 +67,7 @@ pub struct Baseline {
 pub struct Evaluated {
     pub evaluation: Evaluation,
     /// The evaluator's record (seed, warnings, gate times).
-    pub record: serde_json::Value,
+    pub record: arena_eval::evaluator_record::EvaluatorRecord,
     /// Why the evaluator cannot take another request, where it cannot (it is stopped).
     pub retire: Option<String>,
 }

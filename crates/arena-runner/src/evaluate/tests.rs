@@ -2,6 +2,7 @@
 //! set time: reuse, back-pressure, deadlines, callers that go away, GPUs shared between tasks,
 //! evaluators that retire, and candidate staging.
 
+use arena_eval::evaluator_record::EvaluatorRecord;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -81,7 +82,10 @@ impl Warm for FakeWarm {
         let n = self.done.fetch_add(1, Ordering::SeqCst) + 1;
         Ok(Evaluated {
             evaluation: evaluation(1.0),
-            record: serde_json::json!({"seed": n}),
+            record: EvaluatorRecord {
+                seed: Some(n.to_string()),
+                ..Default::default()
+            },
             retire: self
                 .retire_after
                 .filter(|&k| n >= k)
@@ -121,7 +125,7 @@ impl Warmer for FakeWarmer {
             retire_after: self.retire_after,
             baseline: Baseline {
                 evaluation: evaluation(1.0),
-                record: serde_json::json!({}),
+                record: Default::default(),
             },
             dead: self.dead.clone(),
         }))
@@ -263,7 +267,7 @@ async fn a_full_queue_refuses_at_once_and_every_request_gets_one_answer() {
     let mut busy = 0;
     while let Some(r) = calls.join_next().await {
         match r.unwrap() {
-            (i, Ok(served)) => ok.push((i, served.evaluated.record["seed"].clone())),
+            (i, Ok(served)) => ok.push((i, served.evaluated.record.seed.clone())),
             (_, Err(EvalError::Busy(m))) => {
                 assert!(m.contains("limit is 4"), "{m}");
                 busy += 1
@@ -273,7 +277,10 @@ async fn a_full_queue_refuses_at_once_and_every_request_gets_one_answer() {
     }
     assert_eq!((ok.len(), busy), (4, 8));
     // One evaluation each, none twice: the evaluator counted 1..4.
-    let mut seeds: Vec<i64> = ok.iter().map(|(_, s)| s.as_i64().unwrap()).collect();
+    let mut seeds: Vec<i64> = ok
+        .iter()
+        .map(|(_, s)| s.as_deref().unwrap().parse().unwrap())
+        .collect();
     seeds.sort();
     assert_eq!(seeds, [1, 2, 3, 4]);
     assert_eq!(s.log.count("eval"), 4);

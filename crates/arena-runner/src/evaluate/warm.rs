@@ -367,7 +367,7 @@ impl ContainerWarm {
         }
         Ok(Evaluated {
             evaluation,
-            record: record.map_or(serde_json::Value::Null, |r| r.to_value()),
+            record: record.unwrap_or_default(),
             retire: reply
                 .get("retire")
                 .and_then(|r| r.as_str())

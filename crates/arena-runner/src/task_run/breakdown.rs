@@ -6,6 +6,7 @@
 
 use std::collections::BTreeMap;
 
+use arena_eval::evaluator_record::EvaluatorRecord;
 use arena_run::result::{Breakdown, ContainerRecord, Timings};
 
 /// The gate a step of a gate runner's record belongs to.
@@ -22,29 +23,21 @@ fn gate_of(step: &str) -> Option<&'static str> {
 }
 
 /// Seconds a trusted evaluator's record spent outside its gates (`phases_s`).
-fn setup_seconds(record: &serde_json::Value) -> f64 {
-    record
-        .get("phases_s")
-        .and_then(|p| p.as_object())
-        .map_or(0.0, |p| p.values().filter_map(|s| s.as_f64()).sum())
+fn setup_seconds(record: &EvaluatorRecord) -> f64 {
+    record.phases_s.as_ref().map_or(0.0, |p| p.values().sum())
 }
 
 /// Seconds per gate in one evaluator's record: a gate runner's command wall times, or the
 /// trusted evaluator's gate times.
-fn gate_seconds(record: &serde_json::Value, into: &mut BTreeMap<&'static str, f64>) {
-    if let Some(cmds) = record.get("commands").and_then(|c| c.as_array()) {
-        for c in cmds {
-            let step = c.get("step").and_then(|s| s.as_str()).unwrap_or("");
-            if let (Some(g), Some(w)) = (gate_of(step), c.get("wall_s").and_then(|w| w.as_f64())) {
-                *into.entry(g).or_default() += w;
-            }
+fn gate_seconds(record: &EvaluatorRecord, into: &mut BTreeMap<&'static str, f64>) {
+    for c in record.commands.iter().flatten() {
+        if let (Some(g), Some(w)) = (gate_of(&c.step), c.wall_s) {
+            *into.entry(g).or_default() += w;
         }
     }
-    if let Some(gates) = record.get("gate_s").and_then(|g| g.as_object()) {
-        for (name, s) in gates {
-            if let (Some(g), Some(s)) = (gate_of(name), s.as_f64()) {
-                *into.entry(g).or_default() += s;
-            }
+    for (name, s) in record.gate_s.iter().flatten() {
+        if let Some(g) = gate_of(name) {
+            *into.entry(g).or_default() += s;
         }
     }
 }
@@ -52,7 +45,7 @@ fn gate_seconds(record: &serde_json::Value, into: &mut BTreeMap<&'static str, f6
 pub(crate) fn breakdown(
     t: &Timings,
     containers: &BTreeMap<String, ContainerRecord>,
-    evaluators: &BTreeMap<String, serde_json::Value>,
+    evaluators: &BTreeMap<String, EvaluatorRecord>,
 ) -> Breakdown {
     let mut gates = BTreeMap::new();
     let mut evaluator_setup_s = 0.0;
@@ -144,6 +137,10 @@ mod tests {
             ),
         ]
         .into();
+        let evaluators = evaluators
+            .into_iter()
+            .map(|(k, v): (String, serde_json::Value)| (k, serde_json::from_value(v).unwrap()))
+            .collect();
         let b = breakdown(&t, &containers, &evaluators);
         assert_eq!(b.image_s, 1.0);
         assert!((b.containers_s - 1.5).abs() < 1e-9);

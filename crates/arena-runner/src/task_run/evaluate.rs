@@ -29,7 +29,7 @@ pub(crate) struct Phase {
     pub evaluation: Evaluation,
     pub outcome: RunOutcome,
     /// The trusted evaluator's own record (its seed, warnings, gate times), where it ran.
-    pub record: Option<serde_json::Value>,
+    pub record: Option<EvaluatorRecord>,
     /// The accelerator's state while it ran (a real GPU's only).
     pub device: Option<arena_run::result::DeviceWindow>,
 }
@@ -161,7 +161,7 @@ impl TaskRun<'_> {
         Ok(Phase {
             evaluation,
             outcome: r.outcome,
-            record: Some(kept(r.record)),
+            record: r.record,
             device: None,
         })
     }
@@ -241,7 +241,7 @@ impl TaskRun<'_> {
         Ok(Phase {
             evaluation,
             outcome: r.outcome,
-            record: Some(kept(r.record)),
+            record: r.record,
             device: None,
         })
     }
@@ -328,7 +328,7 @@ impl TaskRun<'_> {
         Ok(Phase {
             evaluation,
             outcome: t.outcome,
-            record: Some(kept(t.record)),
+            record: t.record,
             device: None,
         })
     }
@@ -477,9 +477,4 @@ pub(crate) fn timeout_note(outcome: &RunOutcome, limit_s: u64) -> Option<String>
     outcome
         .timed_out
         .then(|| format!("evaluator timed out after {limit_s} s"))
-}
-
-/// An evaluator's record as the task result keeps it: null where it wrote none.
-fn kept(record: Option<EvaluatorRecord>) -> serde_json::Value {
-    record.map_or(serde_json::Value::Null, |r| r.to_value())
 }

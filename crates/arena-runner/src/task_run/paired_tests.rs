@@ -28,7 +28,7 @@ async fn an_untouched_kernel_is_paired_with_the_original_in_one_container() {
     );
     // The order and its seed are in the result; each two rounds start once with each kernel.
     let plan: arena_eval::paired::PairedPlan =
-        serde_json::from_value(r.evaluators["candidate"]["plan"].clone()).unwrap();
+        serde_json::from_value(r.evaluators["candidate"].extra["plan"].clone()).unwrap();
     assert_eq!(plan.rounds.len(), 6);
     assert_ne!(plan.rounds[0][0], plan.rounds[1][0]);
     let check = r.cross_check.unwrap();
@@ -60,11 +60,11 @@ async fn a_kernel_that_fails_correctness_never_reaches_the_rounds() {
     assert!(!r.candidate.correct());
     assert!(r.candidate.performance.is_empty());
     assert!(r.candidate.performance_error.is_none());
-    let steps: Vec<String> = r.evaluators["candidate"]["commands"]
-        .as_array()
-        .unwrap()
+    let steps: Vec<String> = r.evaluators["candidate"]
+        .commands
         .iter()
-        .map(|c| c["step"].as_str().unwrap().to_string())
+        .flatten()
+        .map(|c| c.step.clone())
         .collect();
     assert_eq!(steps, ["compile", "correctness"]);
 }

@@ -6,6 +6,7 @@ use std::path::Path;
 
 use arena_digest::Digest;
 use arena_eval::cross_check::{cross_check, CrossCheck, Verdict};
+use arena_eval::evaluator_record::EvaluatorRecord;
 use arena_eval::paired::{self, median_wall};
 use arena_eval::record::{Evaluation, GateReport, GateStatus, PerfCase};
 use arena_run::result::{
@@ -50,12 +51,13 @@ fn digest(what: &str, s: &str) -> Result<Digest> {
 }
 
 /// Wall seconds of the performance step's commands, from the gate runner's record.
-fn performance_wall_s(record: &serde_json::Value) -> Option<f64> {
-    let cmds = record.get("commands")?.as_array()?;
-    let walls: Vec<f64> = cmds
+fn performance_wall_s(record: &EvaluatorRecord) -> Option<f64> {
+    let walls: Vec<f64> = record
+        .commands
+        .as_ref()?
         .iter()
-        .filter(|c| c.get("step").and_then(|s| s.as_str()) == Some("performance"))
-        .filter_map(|c| c.get("wall_s").and_then(|w| w.as_f64()))
+        .filter(|c| c.step == "performance")
+        .filter_map(|c| c.wall_s)
         .collect();
     (!walls.is_empty()).then(|| walls.iter().sum())
 }
