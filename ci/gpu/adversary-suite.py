@@ -24,6 +24,7 @@ import importlib.util
 import json
 import os
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -185,18 +186,34 @@ def kill_kernel_users():
 
 
 def run_evaluator(evaluator, work, timeout):
-    """The evaluator on `work`/job.json, as the runner starts it; returns its stderr."""
+    """The evaluator on `work`/job.json, as the runner starts it; returns its stderr. One that
+    runs past `timeout` is sent SIGABRT first, and its Python stacks (faulthandler) end the
+    text: where it waited."""
+    p = subprocess.Popen([sys.executable, "-I", "-B", "-X", "faulthandler", evaluator, os.path.join(work, "job.json")], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        p = subprocess.run([sys.executable, "-I", "-B", evaluator, os.path.join(work, "job.json")], capture_output=True, text=True, timeout=timeout)
-        return p.stderr
-    except subprocess.TimeoutExpired as e:
-        return f"timed out: {e}"
+        return p.communicate(timeout=timeout)[1]
+    except subprocess.TimeoutExpired:
+        p.send_signal(signal.SIGABRT)
+        try:
+            err = p.communicate(timeout=10)[1]
+        except subprocess.TimeoutExpired:
+            p.kill()
+            err = p.communicate()[1]
+        return f"timed out after {timeout} s; its stacks then:\n{err[-6000:]}"
 
 
 def verdict(s, control):
     gates = [g for g in s.get("gates") or [] if g]
     failed = [g.split()[0] for g in gates if g.split()[-1] != "0"]
-    if s.get("error") or failed or not gates:
+    if s.get("timed_out"):
+        # In a task run the container's limit ends it, and the gates it never reached fail.
+        return "fails a gate", f"timed out: the gates after {'/'.join(g.split()[0] for g in gates) or 'none'} fail at the runner's limit"
+    if s.get("error") and set(failed) <= {"setup"}:
+        # The evaluation's own failure: the runner records an infrastructure error and the
+        # report leaves the task run out, so a kernel that causes it is never scored.
+        why = (s.get("error") or "").strip().splitlines()[-1:] or [""]
+        return "UNSCORED", f"setup: {why[0][:160]}"
+    if failed or not gates:
         why = (s.get("error") or "").strip().splitlines()[-1:] or [""]
         for c in s.get("cases") or []:
             if c.get("error"):
@@ -251,12 +268,14 @@ def main():
             kill_kernel_users()
             s = tc.summarize(out)
             s["wall_s"] = round(time.time() - t0, 1)
+            s["timed_out"] = stderr.startswith("timed out after")
             s["said"] = [line for line in stderr.splitlines() if "ARENA-ADVERSARY:" in line][:5]
-            s["stderr_tail"] = stderr[-1500:]
+            s["stderr_tail"] = stderr[-6000:]
             try:
                 rec = json.load(open(os.path.join(out, "evaluator.json")))
                 s["device_watch"] = rec.get("device_watch")
                 s["outputs_named"] = rec.get("outputs_named")
+                s["memory_held"] = rec.get("memory_held")
             except (OSError, ValueError):
                 pass
             if attack == "untouched":
@@ -271,6 +290,8 @@ def main():
             print(f"| {task} | {attack} | {sp} | {rng} | {s['verdict']} | {s['why'][:170]} | {s['wall_s']} s |", flush=True)
             for line in s["said"]:
                 print("    ", line[:200], flush=True)
+            if s.get("memory_held"):
+                print("     memory held (GiB):", {r: round(b / 2**30, 2) for r, b in s["memory_held"].items()}, flush=True)
             if s.get("outputs_named"):
                 print("     outputs named:", json.dumps(s["outputs_named"]), flush=True)
             with open(path, "w") as f:

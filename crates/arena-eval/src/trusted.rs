@@ -111,6 +111,7 @@ files!(
     "lineage.py",
     "mappings.py",
     "measure.py",
+    "memory_blame.py",
     "samples.py",
     "serve.py",
     "tensors.py",

@@ -17,7 +17,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from data import CpuData  # noqa: E402
 from deadline import Deadline  # noqa: E402
 from kernel import Kernel, KernelFailed  # noqa: E402
-from measure import Session  # noqa: E402
+from measure import Session, out_of_memory  # noqa: E402
+import memory_blame  # noqa: E402
 from zygote import Zygote  # noqa: E402
 
 
@@ -195,28 +196,65 @@ def new_record(harness=None):
 
 def unseen(s, kernels, out, gates, record):
     """Both kernels on the hidden configurations: each configuration judged for each kernel on
-    its own; times, paired, where both pass them all. Errors name configurations by index."""
+    its own; times, paired, where both pass them all. Errors name configurations by index.
+    Where the device's memory ran out and the judged kernel held it (memory_verdict), the
+    configurations not yet judged fail for it, and nothing is timed."""
     report = {"compiled": {}, "passed": {}, "errors": {}, "cases": []}
-    for k in kernels:
-        ok, rep = s.compile([k])
-        report["compiled"][k.role] = ok
-        if not ok:
-            report["errors"][k.role] = {"compile": "the kernel did not load or run"}
-            report["passed"][k.role] = [False] * len(s.configs)
-            continue
-        passed, errors = s.each_config(k, alone=len(kernels) == 1)
-        report["passed"][k.role] = passed
-        report["errors"][k.role] = errors
-        # The next kernel's configurations find the device as this one found it: its input
-        # pools go back first.
-        s.data.forget(k)
-    if all(all(p) for p in report["passed"].values()) and all(report["compiled"].values()):
-        ok, cases = s.performance(kernels)
-        report["cases"] = cases
-        report["performance_ok"] = ok
+    try:
+        for k in kernels:
+            ok, rep = s.compile([k])
+            report["compiled"][k.role] = ok
+            if not ok:
+                report["errors"][k.role] = {"compile": "the kernel did not load or run"}
+                report["passed"][k.role] = [False] * len(s.configs)
+                continue
+            passed, errors = s.each_config(k, alone=len(kernels) == 1)
+            report["passed"][k.role] = passed
+            report["errors"][k.role] = errors
+            # The next kernel's configurations find the device as this one found it: its input
+            # pools go back first.
+            s.data.forget(k)
+        if all(all(p) for p in report["passed"].values()) and all(report["compiled"].values()):
+            ok, cases = s.performance(kernels)
+            report["cases"] = cases
+            report["performance_ok"] = ok
+    except Exception as e:
+        why = memory_verdict(e, kernels, s.data, record)
+        if why is None:
+            raise
+        judged = kernels[-1].role
+        report["compiled"].setdefault(judged, True)
+        report["passed"][judged] = [False] * len(s.configs)
+        report["errors"][judged] = {str(i): why for i in range(len(s.configs))}
+        report["cases"], report["performance_ok"] = [], False
     record["warnings"] = s.warnings
     write_json(out, "unseen_report.json", report)
     gates.write("unseen 0\n")
+
+
+def memory_verdict(e, kernels, data, record):
+    """Why the judged kernel fails, where `e` says the device's memory ran out while the judged
+    kernel's processes held more of it than the other kernel's (memory_blame.py: measured by
+    killing them, so the kernels are dead afterwards); None where the failure is the
+    evaluation's own (then `e` is raised as before). The footprints go into the record."""
+    if not out_of_memory(e) or getattr(data, "maps", None) is None or not kernels:
+        return None
+    import torch
+
+    why, held = memory_blame.blame(kernels, data, torch)
+    record["memory_held"] = held
+    return why
+
+
+def fail_for_memory(out, gates, gate, why, configs):
+    """The gate under way fails for the judged kernel's memory (memory_verdict), in the report
+    that gate writes."""
+    if gate == "performance":
+        cases = [{"test_case_id": f"perf{i + 1}", "execution_time_ms": -1.0, "error": why} for i in range(len(configs))]
+        write_json(out, "performance_report.json", cases)
+    else:
+        write_json(out, f"{gate}_report.json", {"status": "fail", "error": why})
+    gates.write(f"{gate} 1\n")
 
 
 def run_gates(job, harness, data, configs, hidden, roles, out, gates, record, zygote=None, kept=None):
@@ -301,27 +339,38 @@ def run_gates(job, harness, data, configs, hidden, roles, out, gates, record, zy
         if job.get("unseen"):
             unseen(s, kernels, out, gates, record)
             return
-        t = time.monotonic()
-        ok, rep = s.compile(kernels)
-        record["gate_s"]["compile"] = time.monotonic() - t
-        write_json(out, "compile_report.json", rep)
-        gates.write(f"compile {0 if ok else 1}\n")
-        if ok:
+        # The gate under way, for a failure of the device's memory that is the judged kernel's.
+        gate = "compile"
+        try:
             t = time.monotonic()
-            ok, rep = s.correctness(kernels[-1])
-            record["gate_s"]["correctness"] = time.monotonic() - t
-            write_json(out, "correctness_report.json", rep)
-            gates.write(f"correctness {0 if ok else 1}\n")
-        if ok and compiled_opts is not None:
-            start_compiled()
-        if ok:
-            t = time.monotonic()
-            ok, cases = s.performance(list(kernels), restart)
-            record["gate_s"]["performance"] = time.monotonic() - t
-            write_json(out, "performance_report.json", cases)
-            gates.write(f"performance {0 if ok else 1}\n")
+            ok, rep = s.compile(kernels)
+            record["gate_s"]["compile"] = time.monotonic() - t
+            write_json(out, "compile_report.json", rep)
+            gates.write(f"compile {0 if ok else 1}\n")
+            if ok:
+                gate = "correctness"
+                t = time.monotonic()
+                ok, rep = s.correctness(kernels[-1])
+                record["gate_s"]["correctness"] = time.monotonic() - t
+                write_json(out, "correctness_report.json", rep)
+                gates.write(f"correctness {0 if ok else 1}\n")
+            if ok:
+                gate = "performance"
+                if compiled_opts is not None:
+                    start_compiled()
+                t = time.monotonic()
+                ok, cases = s.performance(list(kernels), restart)
+                record["gate_s"]["performance"] = time.monotonic() - t
+                write_json(out, "performance_report.json", cases)
+                gates.write(f"performance {0 if ok else 1}\n")
+        except Exception as e:
+            why = memory_verdict(e, kernels, data, record)
+            if why is None:
+                raise
+            fail_for_memory(out, gates, gate, why, s.configs)
         record["warnings"] = s.warnings
-        ended_well = True
+        # A kernel killed to measure its memory is not kept for a next evaluation.
+        ended_well = "memory_held" not in record
     finally:
         watched = getattr(data, "watched", None)
         if watched:
