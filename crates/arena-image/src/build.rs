@@ -76,6 +76,8 @@ pub enum ResolvedLayer {
         path: PathBuf,
         target: String,
         owner: (u64, u64),
+        /// The pinned sha256 (hex) the archive must have, where the recipe pins one.
+        sha256: Option<String>,
     },
     Task {
         path: PathBuf,
@@ -191,10 +193,13 @@ impl ImageSpec {
                     target,
                     uid,
                     gid,
+                    sha256,
+                    url: _,
                 } => ResolvedLayer::Tarball {
                     path: r.resolve_path(&f("path"), path)?,
                     target: target.clone(),
                     owner: (*uid, *gid),
+                    sha256: sha256.clone(),
                 },
                 LayerSpec::Task { path, target } => ResolvedLayer::Task {
                     path: r.resolve_path(&f("path"), path)?,

@@ -24,6 +24,10 @@ pub struct ImageSet {
     /// Tasks root, relative to the sets file.
     pub tasks: String,
     pub task_types: Vec<String>,
+    /// Recipes of agent images (relative to the sets file), each built as it is and locked
+    /// under its recipe's name: an agent file runs in one as `image = "lock:<name>"`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub agents: Vec<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -220,6 +224,20 @@ pub fn lock_set(
         }
         let spec = task_image_spec(&base, &base_spec, &set.name, &found.id, &found.dir)?;
         let (rec, _) = build(ctx, &spec)?;
+        images.push(rec);
+    }
+    for agent in &set.agents {
+        let recipe = LoadedRecipe::load(&base_dir.join(agent))?;
+        if images.iter().any(|i| i.name == recipe.recipe.name) {
+            return Err(ImageError::invalid(
+                sets_file.display().to_string(),
+                format!(
+                    "set `{}`: agent recipe `{agent}` is named `{}`, which another image of the set already is",
+                    set.name, recipe.recipe.name
+                ),
+            ));
+        }
+        let (rec, _) = build(ctx, &ImageSpec::from_recipe(&recipe)?)?;
         images.push(rec);
     }
     images.sort_by(|a, b| a.name.cmp(&b.name));

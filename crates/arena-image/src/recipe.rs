@@ -118,6 +118,13 @@ pub enum LayerSpec {
         uid: u64,
         #[serde(default)]
         gid: u64,
+        /// The archive's sha256, checked when it is read (a package registry's tarball, for
+        /// example): another file at `path` is refused.
+        #[serde(default)]
+        sha256: Option<String>,
+        /// Where `ci/fetch-tarballs.sh` downloads it from; the build never reads it.
+        #[serde(default)]
+        url: Option<String>,
     },
     Task {
         path: String,
@@ -299,6 +306,14 @@ impl LoadedRecipe {
         }
         for (i, l) in r.layers.iter().enumerate() {
             match l {
+                LayerSpec::Tarball {
+                    sha256: Some(sha), ..
+                } if Digest::parse(&format!("sha256:{sha}")).is_err() => {
+                    return Err(self.field_error(
+                        &format!("layer[{i}].sha256"),
+                        format!("`{sha}` is not 64 lowercase hex digits"),
+                    ));
+                }
                 LayerSpec::Debs { packages, .. } => {
                     if packages.is_empty() {
                         return Err(

@@ -11,50 +11,25 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 
 use common::daemon::*;
+use common::test_host::TestNet;
 use serde_json::Value;
 
 const PREFIX_SUM: &str = "python2python/arena/prefix_sum";
 
-/// A host in a network namespace of the test's own: a veth pair from the host (10.199.N.1) to
-/// the namespace (10.199.N.2), where a TCP server answers on port 8088.
+/// The test's own network namespace (common::test_host), where a TCP server answers on
+/// port 8088.
 struct TestHost {
-    ns: String,
+    _net: TestNet,
     subnet: u32,
     server: Child,
 }
 
-fn ip(args: &[&str]) {
-    let o = Command::new("ip").args(args).output().unwrap();
-    assert!(
-        o.status.success(),
-        "ip {}: {}",
-        args.join(" "),
-        String::from_utf8_lossy(&o.stderr)
-    );
-}
-
 impl TestHost {
     fn start() -> TestHost {
-        let n = std::process::id() % 200 + 20;
-        let ns = format!("arena-t{n}");
-        let (h, c) = (format!("arth{n}"), format!("artc{n}"));
-        let _ = Command::new("ip").args(["netns", "del", &ns]).status();
-        ip(&["netns", "add", &ns]);
-        ip(&["link", "add", &h, "type", "veth", "peer", "name", &c]);
-        ip(&["link", "set", &c, "netns", &ns]);
-        ip(&["addr", "add", &format!("10.199.{n}.1/24"), "dev", &h]);
-        ip(&["link", "set", &h, "up"]);
-        let inside = |args: &[&str]| {
-            let mut a = vec!["netns", "exec", ns.as_str(), "ip"];
-            a.extend(args);
-            ip(&a);
-        };
-        inside(&["addr", "add", &format!("10.199.{n}.2/24"), "dev", &c]);
-        inside(&["link", "set", &c, "up"]);
-        inside(&["link", "set", "lo", "up"]);
-        inside(&["route", "add", "default", "via", &format!("10.199.{n}.1")]);
+        let net = TestNet::start(0);
+        let n = net.subnet;
         let server = Command::new("ip")
-            .args(["netns", "exec", &ns, "python3", "-c"])
+            .args(["netns", "exec", &net.ns, "python3", "-c"])
             .arg(format!(
                 "import socket\ns = socket.socket()\ns.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n\
                  s.bind(('10.199.{n}.2', 8088))\ns.listen()\nwhile True:\n    c, _ = s.accept()\n    \
@@ -65,7 +40,7 @@ impl TestHost {
             .spawn()
             .unwrap();
         TestHost {
-            ns,
+            _net: net,
             subnet: n,
             server,
         }
@@ -76,8 +51,7 @@ impl Drop for TestHost {
     fn drop(&mut self) {
         let _ = self.server.kill();
         let _ = self.server.wait();
-        // The veth pair goes with the namespace.
-        let _ = Command::new("ip").args(["netns", "del", &self.ns]).status();
+        // The namespace goes with `_net`, after the server.
     }
 }
 

@@ -116,6 +116,7 @@ pub(super) fn collect(ctx: &BuildContext, layer: &ResolvedLayer) -> Result<Layer
             path,
             target,
             owner,
+            ..
         } => {
             let f = std::fs::File::open(path).map_err(|e| ImageError::io(path, e))?;
             let r = crate::compress::decompressing_reader(std::io::BufReader::new(f))

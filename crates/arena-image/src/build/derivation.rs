@@ -54,8 +54,18 @@ fn layer_input(ctx: &BuildContext, layer: &ResolvedLayer) -> Result<serde_json::
             path,
             target,
             owner,
+            sha256,
         } => {
             let (d, _) = Digest::of_file(path).map_err(|e| ImageError::io(path, e))?;
+            if let Some(want) = sha256 {
+                if d.hex() != want.as_str() {
+                    return Err(ImageError::DigestMismatch {
+                        what: format!("{} (the recipe's tarball sha256)", path.display()),
+                        expected: format!("sha256:{want}"),
+                        found: d.to_string(),
+                    });
+                }
+            }
             serde_json::json!({"kind": "tarball", "target": target, "owner": [owner.0, owner.1], "input": d})
         }
         other => {

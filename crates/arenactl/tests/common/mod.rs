@@ -8,6 +8,7 @@ use std::sync::OnceLock;
 pub mod cli;
 pub mod daemon;
 pub mod images;
+pub mod test_host;
 
 /// Builds `ci/fixtures/<fixture>` into a static program at `out` with gcc (`flags` beside
 /// `-static`): the probes the adversarial tests run inside containers whose images have no

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Fetches the pinned archives of a recipe's `tarball` layers that name a `url` (a package
+# registry's tarball) into DIR, skipping those already there, and checks each against the
+# sha256 the recipe pins. The file name is the url's last part; the recipe's `path` should be
+# ${ARENA_TARBALL_DIR}/that name.
+# usage: ci/fetch-tarballs.sh RECIPE.toml DIR
+set -euo pipefail
+recipe=${1:?usage: fetch-tarballs.sh RECIPE.toml DIR}
+dir=${2:?usage: fetch-tarballs.sh RECIPE.toml DIR}
+mkdir -p "$dir"
+python3 - "$recipe" <<'PY' > "$dir/.wanted"
+import sys, tomllib
+r = tomllib.load(open(sys.argv[1], "rb"))
+for i, layer in enumerate(r.get("layer", [])):
+    if layer.get("kind") == "tarball" and layer.get("url"):
+        if not layer.get("sha256"):
+            sys.exit(f"{sys.argv[1]}: layer[{i}] names a url without a sha256 to check it by")
+        print(layer["url"], layer["sha256"])
+PY
+status=0
+while read -r url sha; do
+  file="$dir/${url##*/}"
+  if [ -f "$file" ] && [ "$(sha256sum "$file" | cut -d' ' -f1)" = "$sha" ]; then continue; fi
+  rm -f "$file" "$file.part"
+  if ! curl -fsSL --retry 3 -o "$file.part" "$url"; then
+    echo "fetch-tarballs: $url could not be downloaded" >&2; status=1; continue
+  fi
+  got=$(sha256sum "$file.part" | cut -d' ' -f1)
+  if [ "$got" != "$sha" ]; then
+    echo "fetch-tarballs: $url: sha256 $got is not the $sha $recipe pins" >&2; rm -f "$file.part"; status=1; continue
+  fi
+  mv "$file.part" "$file"
+done < "$dir/.wanted"
+exit $status
