@@ -6,7 +6,10 @@ set -euo pipefail
 recipe=${1:?usage: fetch-debs.sh RECIPE.toml DIR}
 dir=${2:?usage: fetch-debs.sh RECIPE.toml DIR}
 mkdir -p "$dir"
-python3 - "$recipe" <<'PY' > "$dir/.wanted"
+# Its own list: two fetches may share DIR.
+wanted=$(mktemp)
+trap 'rm -f "$wanted"' EXIT
+python3 - "$recipe" <<'PY' > "$wanted"
 import sys, tomllib
 r = tomllib.load(open(sys.argv[1], "rb"))
 for layer in r.get("layer", []):
@@ -20,7 +23,7 @@ while read -r name version arch sha; do
   if [ ! -f "$file" ] || [ "$(sha256sum "$file" | cut -d' ' -f1)" != "$sha" ]; then
     rm -f "$file"; missing+=("$name=$version")
   fi
-done < "$dir/.wanted"
+done < "$wanted"
 if [ ${#missing[@]} -gt 0 ]; then
   [ -n "$(find /var/lib/apt/lists -maxdepth 1 -name '*Packages*' -print -quit 2>/dev/null)" ] || apt-get update -qq
   if ! (cd "$dir" && apt-get download -q "${missing[@]}" 2>&1 | grep -v "unsandboxed"; exit "${PIPESTATUS[0]}"); then
@@ -37,6 +40,6 @@ while read -r name version arch sha; do
   elif [ "$(sha256sum "$file" | cut -d' ' -f1)" != "$sha" ]; then
     echo "fetch-debs: $file: sha256 differs from the one $recipe pins ($sha)" >&2; status=1
   fi
-done < "$dir/.wanted"
+done < "$wanted"
 rm -f "$dir/.wanted"
 exit $status

@@ -8,7 +8,10 @@ set -euo pipefail
 recipe=${1:?usage: fetch-tarballs.sh RECIPE.toml DIR}
 dir=${2:?usage: fetch-tarballs.sh RECIPE.toml DIR}
 mkdir -p "$dir"
-python3 - "$recipe" <<'PY' > "$dir/.wanted"
+# Its own list and partial files: two fetches may share DIR (tests run in parallel).
+wanted=$(mktemp)
+trap 'rm -f "$wanted"' EXIT
+python3 - "$recipe" <<'PY' > "$wanted"
 import sys, tomllib
 r = tomllib.load(open(sys.argv[1], "rb"))
 for i, layer in enumerate(r.get("layer", [])):
@@ -21,14 +24,14 @@ status=0
 while read -r url sha; do
   file="$dir/${url##*/}"
   if [ -f "$file" ] && [ "$(sha256sum "$file" | cut -d' ' -f1)" = "$sha" ]; then continue; fi
-  rm -f "$file" "$file.part"
-  if ! curl -fsSL --retry 3 -o "$file.part" "$url"; then
-    echo "fetch-tarballs: $url could not be downloaded" >&2; status=1; continue
+  part="$file.part.$$"
+  if ! curl -fsSL --retry 3 -o "$part" "$url"; then
+    echo "fetch-tarballs: $url could not be downloaded" >&2; rm -f "$part"; status=1; continue
   fi
-  got=$(sha256sum "$file.part" | cut -d' ' -f1)
+  got=$(sha256sum "$part" | cut -d' ' -f1)
   if [ "$got" != "$sha" ]; then
-    echo "fetch-tarballs: $url: sha256 $got is not the $sha $recipe pins" >&2; rm -f "$file.part"; status=1; continue
+    echo "fetch-tarballs: $url: sha256 $got is not the $sha $recipe pins" >&2; rm -f "$part"; status=1; continue
   fi
-  mv "$file.part" "$file"
-done < "$dir/.wanted"
+  mv -f "$part" "$file"
+done < "$wanted"
 exit $status

@@ -1,5 +1,5 @@
-//! The HTTP side: `POST /v1/messages` (whole or streamed) and `/v1/messages/count_tokens`,
-//! served on a thread of its own until the [`Endpoint`] is dropped.
+//! The HTTP side: `POST /v1/messages` (whole or streamed), `/v1/messages/count_tokens` and
+//! `POST /v1/responses`, served on a thread of its own until the [`Endpoint`] is dropped.
 
 use std::net::{SocketAddr, TcpListener};
 use std::sync::{Arc, Mutex};
@@ -11,8 +11,8 @@ use axum::routing::post;
 use axum::{Json, Router};
 use serde_json::{json, Value};
 
-use crate::messages;
 use crate::script::Script;
+use crate::{messages, responses};
 
 /// One request the endpoint answered.
 #[derive(Debug, Clone)]
@@ -78,6 +78,31 @@ async fn answer(
     }
 }
 
+/// `POST /v1/responses` (OpenAI's Responses API, which Codex speaks).
+async fn respond(
+    State(s): State<Shared>,
+    uri: Uri,
+    headers: HeaderMap,
+    Json(body): Json<Value>,
+) -> Response {
+    record(&s, &uri, &headers, &body).await;
+    let done = responses::turns_done(&body);
+    let turn = s.script.turn(done);
+    let model = body
+        .get("model")
+        .and_then(|m| m.as_str())
+        .unwrap_or("scripted");
+    if body.get("stream").and_then(|v| v.as_bool()) == Some(true) {
+        (
+            [(header::CONTENT_TYPE, "text/event-stream")],
+            responses::events(&turn, done, model),
+        )
+            .into_response()
+    } else {
+        Json(responses::whole(&turn, done, model)).into_response()
+    }
+}
+
 async fn count_tokens(
     State(s): State<Shared>,
     uri: Uri,
@@ -108,6 +133,7 @@ impl Endpoint {
         let app = Router::new()
             .route("/v1/messages", post(answer))
             .route("/v1/messages/count_tokens", post(count_tokens))
+            .route("/v1/responses", post(respond))
             .fallback(elsewhere)
             .with_state(shared);
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();

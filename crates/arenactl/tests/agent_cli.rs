@@ -1,11 +1,11 @@
-//! The real Claude Code CLI as an agent, end to end: its pinned image (the `cpu-claude-code`
-//! set, lockfiles/cpu-claude-code.lock), `arenactl run` with agents/claude-code.toml as
-//! shipped, a real containerd, and the agent's egress network to a scripted model endpoint in
-//! a network namespace of the test's own (arena-endpoint). The CLI reads the kernel, writes a
-//! faster one and runs the task's check with its own tools; the task is scored from what it
-//! wrote, and the key it was given is found in no byte the run left. Needs root, containerd,
-//! runc, the CNI plugins, nftables, and the npm registry once (the CLI's tarball is kept in
-//! $ARENA_TARBALL_DIR).
+//! The real Claude Code and Codex CLIs as agents, end to end: their pinned images (the
+//! `cpu-agents` set, lockfiles/cpu-agents.lock), `arenactl run` with agents/claude-code.toml and
+//! agents/codex.toml as shipped, a real containerd, and the agent's egress network to a
+//! scripted model endpoint in a network namespace of the test's own (arena-endpoint). Each CLI
+//! reads the kernel, writes a faster one and runs the task's check with its own tools; the task
+//! is scored from what it wrote, and the key it was given is found in no byte the run left.
+//! Needs root, containerd, runc, the CNI plugins, nftables, and the npm registry once (the CLIs'
+//! tarballs are kept in $ARENA_TARBALL_DIR).
 
 mod common;
 
@@ -18,13 +18,15 @@ use common::test_host::TestNet;
 use common::{debs, repo};
 
 const PREFIX_SUM: &str = "python2python/arena/prefix_sum";
-const CANARY: &str = "sk-ant-arena-canary-9f1c2e7d";
-
-/// A store holding lockfiles/cpu-claude-code.lock's images, from the pinned .debs and tarball.
-fn claude_store() -> PathBuf {
+/// A store holding lockfiles/cpu-agents.lock's images, from the pinned .debs and tarballs.
+fn agents_store() -> PathBuf {
+    // A cache of its own (the CLIs' tarballs are 170-190 MB each), shared with arena-endpoint's
+    // tests.
     let tarballs = std::env::var_os("ARENA_TARBALL_DIR")
         .map(PathBuf::from)
-        .unwrap_or_else(|| repo().join("target/arena-tarballs"));
+        .unwrap_or_else(|| {
+            PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cache/arena/tarballs")
+        });
     for (script, recipe, dir) in [
         (
             "ci/fetch-debs.sh",
@@ -45,13 +47,13 @@ fn claude_store() -> PathBuf {
             .unwrap();
         assert!(o.status.success(), "{script}: {}", show(&o));
     }
-    let store = repo().join("target/arena-claude-store");
+    let store = repo().join("target/arena-agents-store");
     let o = arenactl()
         .args([
             "image",
             "verify",
             "--image-lock",
-            "lockfiles/cpu-claude-code.lock",
+            "lockfiles/cpu-agents.lock",
             "--store",
         ])
         .arg(&store)
@@ -63,82 +65,150 @@ fn claude_store() -> PathBuf {
     store
 }
 
-#[test]
-fn claude_code_in_its_image_optimizes_a_task_through_a_scripted_endpoint() {
-    let store = claude_store();
-    let d = Daemon::start();
-    let net = TestNet::start(7);
-    let kernel = "/workspace/source/prefix_sum.py";
-    let faster = "from itertools import accumulate\n\n\ndef prefix_sum(xs):\n    return list(accumulate(xs))\n";
-    let script = Script::parse(
-        &format!(
-            "[[turn]]\ntool = \"Read\"\ninput = {{ file_path = {kernel:?} }}\n\
-             [[turn]]\ntool = \"Write\"\ninput = {{ file_path = {kernel:?}, content = {faster:?} }}\n\
-             [[turn]]\ntool = \"Bash\"\ninput = {{ command = \"python3 scripts/task_runner.py correctness\", description = \"Check the kernel\" }}\n\
-             [[turn]]\ntext = \"prefix_sum now uses itertools.accumulate; the check passes.\"\n"
-        ),
-        "scripted session",
-    )
-    .unwrap();
+const FASTER: &str =
+    "from itertools import accumulate\n\n\ndef prefix_sum(xs):\n    return list(accumulate(xs))\n";
+
+/// One CLI's run: `agent` on prefix_sum, its scripted `session` served on `port` of the test
+/// host, with `key` in `key_var` and the endpoint's URL in `url_var`; checked end to end.
+struct Cli<'a> {
+    agent: &'a str,
+    key_var: &'a str,
+    key: &'a str,
+    url_var: &'a str,
+    url_path: &'a str,
+    api: &'a str,
+    port: u16,
+    session: String,
+}
+
+fn run_cli(d: &Daemon, store: &std::path::Path, net: &TestNet, c: Cli) {
+    let script = Script::parse(&c.session, "scripted session").unwrap();
     let endpoint = Endpoint::start_in_netns(
         &PathBuf::from("/run/netns").join(&net.ns),
-        format!("{}:8088", net.addr()).parse().unwrap(),
+        format!("{}:{}", net.addr(), c.port).parse().unwrap(),
         script,
     )
     .unwrap();
-
-    let out = d.dir.path().join("claude");
-    let mut args = d.run_args_all("agents/claude-code.toml", &out);
+    let name = c
+        .agent
+        .trim_start_matches("agents/")
+        .trim_end_matches(".toml");
+    let out = d.dir.path().join(name);
+    let mut args = d.run_args_all(c.agent, &out);
     let at = args.iter().position(|a| a == "lockfiles/cpu.lock").unwrap();
-    args[at] = "lockfiles/cpu-claude-code.lock".into();
+    args[at] = "lockfiles/cpu-agents.lock".into();
     let at = args.iter().position(|a| a == "--store").unwrap();
     args[at + 1] = store.display().to_string();
     let o = arenactl()
         .args(&args)
         .args(["--tasks", PREFIX_SUM, "--json"])
-        .env("ANTHROPIC_API_KEY", CANARY)
-        .env("ANTHROPIC_BASE_URL", format!("http://{}:8088", net.addr()))
+        .env(c.key_var, c.key)
+        .env(
+            c.url_var,
+            format!("http://{}:{}{}", net.addr(), c.port, c.url_path),
+        )
         .output()
         .unwrap();
-    assert!(o.status.success(), "{}", show(&o));
+    assert!(o.status.success(), "{name}: {}", show(&o));
 
     // The CLI's own session: every request carried the key, and the check it ran passed.
     let seen = endpoint.requests();
-    let turns: Vec<_> = seen.iter().filter(|r| r.path == "/v1/messages").collect();
+    let turns: Vec<_> = seen.iter().filter(|r| r.path == c.api).collect();
     assert!(
         turns.len() >= 4,
-        "{} model requests: {}",
+        "{name}: {} model requests: {}",
         turns.len(),
         show(&o)
     );
-    assert!(seen.iter().all(|r| r.api_key.as_deref() == Some(CANARY)));
+    assert!(
+        seen.iter().all(|r| r.api_key.as_deref() == Some(c.key)),
+        "{name}"
+    );
     let last = turns.last().unwrap().body.to_string();
     assert!(
-        last.contains("correctness") && !last.contains("\"is_error\":true"),
-        "{}",
+        last.contains("checked-42"),
+        "{name}: {}",
         &last[last.len().saturating_sub(3000)..]
     );
 
     // Scored from what the CLI wrote: compiled, correct, faster than the original.
     let results = results(&out);
-    assert_eq!(results.len(), 1);
+    assert_eq!(results.len(), 1, "{name}");
     let s = score(&results[0]);
-    assert!(s.compiled && s.correct, "{}", results[0]);
-    assert!(s.speedup > 1.0, "speedup {}: {}", s.speedup, results[0]);
+    assert!(s.compiled && s.correct, "{name}: {}", results[0]);
+    assert!(
+        s.speedup > 1.0,
+        "{name}: speedup {}: {}",
+        s.speedup,
+        results[0]
+    );
     assert_eq!(
         results[0]["provenance"]["agent_image"]
             .as_str()
             .map(|m| m.starts_with("sha256:")),
         Some(true),
-        "{}",
+        "{name}: {}",
         results[0]
     );
 
     // The key reached the agent's container only: nothing the run left holds it.
-    let hits = files_containing(&out, CANARY.as_bytes());
-    assert!(hits.is_empty(), "the key is in {hits:?}");
-    let stdout = String::from_utf8_lossy(&o.stdout);
-    let stderr = String::from_utf8_lossy(&o.stderr);
-    assert!(!stdout.contains(CANARY) && !stderr.contains(CANARY));
+    let hits = files_containing(&out, c.key.as_bytes());
+    assert!(hits.is_empty(), "{name}: the key is in {hits:?}");
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr),
+    );
+    assert!(!stdout.contains(c.key) && !stderr.contains(c.key), "{name}");
+}
+
+#[test]
+fn real_agent_clis_in_their_images_optimize_a_task_through_a_scripted_endpoint() {
+    let store = agents_store();
+    let d = Daemon::start();
+    let net = TestNet::start(7);
+    let kernel = "/workspace/source/prefix_sum.py";
+    // What it prints only when the check passes; its text is not in the command itself.
+    let check = "python3 scripts/task_runner.py correctness && echo checked-$((40 + 2))";
+    run_cli(
+        &d,
+        &store,
+        &net,
+        Cli {
+            agent: "agents/claude-code.toml",
+            key_var: "ANTHROPIC_API_KEY",
+            key: "sk-ant-arena-canary-9f1c2e7d",
+            url_var: "ANTHROPIC_BASE_URL",
+            url_path: "",
+            api: "/v1/messages",
+            port: 8088,
+            session: format!(
+                "[[turn]]\ntool = \"Read\"\ninput = {{ file_path = {kernel:?} }}\n\
+                 [[turn]]\ntool = \"Write\"\ninput = {{ file_path = {kernel:?}, content = {FASTER:?} }}\n\
+                 [[turn]]\ntool = \"Bash\"\ninput = {{ command = {check:?}, description = \"Check the kernel\" }}\n\
+                 [[turn]]\ntext = \"prefix_sum now uses itertools.accumulate; the check passes.\"\n"
+            ),
+        },
+    );
+    let write = format!("cat > {kernel} <<'EOF'\n{FASTER}EOF");
+    run_cli(
+        &d,
+        &store,
+        &net,
+        Cli {
+            agent: "agents/codex.toml",
+            key_var: "OPENAI_API_KEY",
+            key: "sk-proj-arena-canary-4b8e0a13",
+            url_var: "OPENAI_BASE_URL",
+            url_path: "/v1",
+            api: "/v1/responses",
+            port: 8089,
+            session: format!(
+                "[[turn]]\ntool = \"exec_command\"\ninput = {{ cmd = \"cat {kernel}\" }}\n\
+                 [[turn]]\ntool = \"exec_command\"\ninput = {{ cmd = {write:?} }}\n\
+                 [[turn]]\ntool = \"exec_command\"\ninput = {{ cmd = {check:?} }}\n\
+                 [[turn]]\ntext = \"prefix_sum now uses itertools.accumulate; the check passes.\"\n"
+            ),
+        },
+    );
     assert!(empty(&d.leftovers()));
 }
