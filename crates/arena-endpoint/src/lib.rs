@@ -12,6 +12,7 @@ pub mod messages;
 pub mod responses;
 pub mod script;
 pub mod server;
+mod sse;
 
 pub use script::{Script, ScriptError, Turn};
 pub use server::{Endpoint, Recorded};

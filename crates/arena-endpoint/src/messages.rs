@@ -73,10 +73,7 @@ pub fn events(turn: &Turn, done: usize, model: &str) -> String {
                "usage": {"output_tokens": 1}}),
         json!({"type": "message_stop"}),
     ];
-    events
-        .iter()
-        .map(|e| format!("event: {}\ndata: {e}\n\n", e["type"].as_str().unwrap_or("")))
-        .collect()
+    crate::sse::stream(&events)
 }
 
 #[cfg(test)]

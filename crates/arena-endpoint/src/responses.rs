@@ -67,10 +67,7 @@ pub fn events(turn: &Turn, done: usize, model: &str) -> String {
         json!({"type": "response.completed", "sequence_number": 3,
                "response": response(done, model, vec![it.clone()], "completed")}),
     ];
-    events
-        .iter()
-        .map(|e| format!("event: {}\ndata: {e}\n\n", e["type"].as_str().unwrap_or("")))
-        .collect()
+    crate::sse::stream(&events)
 }
 
 #[cfg(test)]

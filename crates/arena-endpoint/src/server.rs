@@ -11,7 +11,7 @@ use axum::routing::post;
 use axum::{Json, Router};
 use serde_json::{json, Value};
 
-use crate::script::Script;
+use crate::script::{Script, Turn};
 use crate::{messages, responses};
 
 /// One request the endpoint answered.
@@ -54,14 +54,30 @@ async fn record(s: &Shared, uri: &Uri, headers: &HeaderMap, body: &Value) {
     });
 }
 
-async fn answer(
-    State(s): State<Shared>,
-    uri: Uri,
-    headers: HeaderMap,
-    Json(body): Json<Value>,
-) -> Response {
-    record(&s, &uri, &headers, &body).await;
-    let done = messages::turns_done(&body);
+/// One API's way with a scripted turn: how it counts the turns a request holds, and the turn's
+/// answer streamed and whole.
+struct Api {
+    turns_done: fn(&Value) -> usize,
+    events: fn(&Turn, usize, &str) -> String,
+    whole: fn(&Turn, usize, &str) -> Value,
+}
+
+const MESSAGES: Api = Api {
+    turns_done: messages::turns_done,
+    events: messages::events,
+    whole: messages::message,
+};
+
+const RESPONSES: Api = Api {
+    turns_done: responses::turns_done,
+    events: responses::events,
+    whole: responses::whole,
+};
+
+/// The script's next turn for `body`, in `api`'s shape (an event stream where it asked for
+/// one).
+fn turn_for(s: &Shared, api: &Api, body: &Value) -> Response {
+    let done = (api.turns_done)(body);
     let turn = s.script.turn(done);
     let model = body
         .get("model")
@@ -70,12 +86,23 @@ async fn answer(
     if body.get("stream").and_then(|v| v.as_bool()) == Some(true) {
         (
             [(header::CONTENT_TYPE, "text/event-stream")],
-            messages::events(&turn, done, model),
+            (api.events)(&turn, done, model),
         )
             .into_response()
     } else {
-        Json(messages::message(&turn, done, model)).into_response()
+        Json((api.whole)(&turn, done, model)).into_response()
     }
+}
+
+/// `POST /v1/messages` (Anthropic's Messages API, which Claude Code speaks).
+async fn answer(
+    State(s): State<Shared>,
+    uri: Uri,
+    headers: HeaderMap,
+    Json(body): Json<Value>,
+) -> Response {
+    record(&s, &uri, &headers, &body).await;
+    turn_for(&s, &MESSAGES, &body)
 }
 
 /// `POST /v1/responses` (OpenAI's Responses API, which Codex speaks).
@@ -86,21 +113,7 @@ async fn respond(
     Json(body): Json<Value>,
 ) -> Response {
     record(&s, &uri, &headers, &body).await;
-    let done = responses::turns_done(&body);
-    let turn = s.script.turn(done);
-    let model = body
-        .get("model")
-        .and_then(|m| m.as_str())
-        .unwrap_or("scripted");
-    if body.get("stream").and_then(|v| v.as_bool()) == Some(true) {
-        (
-            [(header::CONTENT_TYPE, "text/event-stream")],
-            responses::events(&turn, done, model),
-        )
-            .into_response()
-    } else {
-        Json(responses::whole(&turn, done, model)).into_response()
-    }
+    turn_for(&s, &RESPONSES, &body)
 }
 
 async fn count_tokens(

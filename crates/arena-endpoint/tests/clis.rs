@@ -82,6 +82,24 @@ fn finish(cmd: &mut Command) -> String {
     stdout
 }
 
+/// The session ended as scripted: the CLI said the last turn's text, the kernel is the one it
+/// wrote, every request to `api` carried `key`, and the last one answered the check's call
+/// with what the check printed.
+fn session_done(endpoint: &Endpoint, api: &str, key: &str, stdout: &str, kernel: &Path) {
+    assert!(stdout.contains("check passes"), "{stdout}");
+    assert_eq!(std::fs::read_to_string(kernel).unwrap(), FASTER);
+    let seen = endpoint.requests();
+    let turns: Vec<_> = seen.iter().filter(|r| r.path == api).collect();
+    assert!(turns.len() >= 4, "{} requests", turns.len());
+    assert!(seen.iter().all(|r| r.api_key.as_deref() == Some(key)));
+    let last = turns.last().unwrap().body.to_string();
+    assert!(
+        last.contains("check: ok"),
+        "{}",
+        &last[last.len().saturating_sub(2000)..]
+    );
+}
+
 #[test]
 fn claude_code_edits_the_kernel_and_runs_the_check_with_its_own_tools() {
     let tmp = tempfile::tempdir().unwrap();
@@ -129,20 +147,12 @@ fn claude_code_edits_the_kernel_and_runs_the_check_with_its_own_tools() {
             .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
             .env("DISABLE_AUTOUPDATER", "1"),
     );
-    assert!(stdout.contains("check passes"), "{stdout}");
-    assert_eq!(std::fs::read_to_string(&kernel).unwrap(), FASTER);
-    let seen = endpoint.requests();
-    let turns: Vec<_> = seen.iter().filter(|r| r.path == "/v1/messages").collect();
-    assert!(turns.len() >= 4, "{} requests", turns.len());
-    assert!(seen
-        .iter()
-        .all(|r| r.api_key.as_deref() == Some("sk-arena-canary-endpoint")));
-    // The last request answers the Bash call with what the check printed.
-    let last = turns.last().unwrap().body.to_string();
-    assert!(
-        last.contains("check: ok"),
-        "{}",
-        &last[last.len().saturating_sub(2000)..]
+    session_done(
+        &endpoint,
+        "/v1/messages",
+        "sk-arena-canary-endpoint",
+        &stdout,
+        &kernel,
     );
 }
 
@@ -192,18 +202,11 @@ fn codex_edits_the_kernel_and_runs_the_check_with_its_own_shell() {
             .env("SHELL", "/bin/bash")
             .env("OPENAI_API_KEY", "sk-arena-canary-codex"),
     );
-    assert!(stdout.contains("check passes"), "{stdout}");
-    assert_eq!(std::fs::read_to_string(&kernel).unwrap(), FASTER);
-    let seen = endpoint.requests();
-    let turns: Vec<_> = seen.iter().filter(|r| r.path == "/v1/responses").collect();
-    assert!(turns.len() >= 4, "{} requests", turns.len());
-    assert!(seen
-        .iter()
-        .all(|r| r.api_key.as_deref() == Some("sk-arena-canary-codex")));
-    let last = turns.last().unwrap().body.to_string();
-    assert!(
-        last.contains("check: ok"),
-        "{}",
-        &last[last.len().saturating_sub(2000)..]
+    session_done(
+        &endpoint,
+        "/v1/responses",
+        "sk-arena-canary-codex",
+        &stdout,
+        &kernel,
     );
 }
