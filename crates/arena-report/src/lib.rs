@@ -22,7 +22,7 @@ use serde::Serialize;
 pub use aggregate::{aggregate_by_type, Aggregate, ALL};
 pub use arena_eval::record::{Evaluation, GateReport, GateStatus, PerfCase};
 pub use arena_run::result::{
-    load_infra_errors, load_results, InfraError, ResultSet, TaskResult, Trust, UnseenResult,
+    load_result_file, load_results, InfraError, ResultSet, TaskResult, Trust, UnseenResult,
 };
 pub use error::ReportError;
 pub use generalization::{summarize_by_type, GeneralizationSummary, Quadrant, TaskGeneralization};

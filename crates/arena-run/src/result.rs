@@ -6,14 +6,16 @@
 //! refused, naming it.
 
 use std::collections::BTreeMap;
-use std::path::Path;
 
 use arena_digest::Digest;
 use arena_eval::record::Evaluation;
 use arena_task::TaskId;
 use serde::{Deserialize, Serialize};
 
-use crate::error::RunError;
+mod read;
+pub use read::{
+    load_result_file, load_results, load_results_with_run, parse_result, LoadedResults,
+};
 
 pub const TASK_RESULT_SCHEMA: &str = "arena.task_result/v2";
 pub const TASK_RESULT_SCHEMA_V1: &str = "arena.task_result/v1";
@@ -369,95 +371,6 @@ fn records_without_nulls<'de, D: serde::Deserializer<'de>>(
     Ok(all.into_iter().filter_map(|(k, v)| Some((k, v?))).collect())
 }
 
-/// Parses one task result, checking its schema (v1 is read as it was written).
-pub fn parse_result(v: serde_json::Value) -> Result<TaskResult, String> {
-    let schema = v
-        .get("schema")
-        .and_then(|s| s.as_str())
-        .unwrap_or(TASK_RESULT_SCHEMA_V1)
-        .to_string();
-    if schema != TASK_RESULT_SCHEMA && schema != TASK_RESULT_SCHEMA_V1 {
-        return Err(format!(
-            "schema `{schema}` is not one this arena reads ({TASK_RESULT_SCHEMA}, {TASK_RESULT_SCHEMA_V1})"
-        ));
-    }
-    let mut v = v;
-    if let Some(m) = v.as_object_mut() {
-        m.insert("schema".into(), serde_json::Value::String(schema));
-    }
-    serde_json::from_value(v).map_err(|e| e.to_string())
-}
-
-/// Reads task results from a file holding a result set (`{"tasks": [...]}`), a list of task
-/// results, or a single task result.
-pub fn load_results(path: &Path) -> Result<Vec<TaskResult>, RunError> {
-    Ok(load_results_with_run(path)?.0)
-}
-
-/// [`load_results`], with the run id a result set names.
-pub fn load_results_with_run(path: &Path) -> Result<(Vec<TaskResult>, Option<String>), RunError> {
-    let text = std::fs::read_to_string(path).map_err(|e| RunError::io(path, e))?;
-    let bad = |at: &str, m: String| RunError::invalid(path.display(), at, m);
-    let value: serde_json::Value =
-        serde_json::from_str(&text).map_err(|e| bad("(json)", e.to_string()))?;
-    let each = |items: Vec<serde_json::Value>, at: &str| {
-        items
-            .into_iter()
-            .enumerate()
-            .map(|(i, v)| parse_result(v).map_err(|m| bad(&format!("{at}[{i}]"), m)))
-            .collect::<Result<Vec<_>, _>>()
-    };
-    match value {
-        serde_json::Value::Array(items) => Ok((each(items, "")?, None)),
-        serde_json::Value::Object(mut m) if m.contains_key("tasks") => {
-            let run_id = m.get("run_id").and_then(|v| v.as_str()).map(str::to_string);
-            // A set without a schema is read as the first one there was.
-            let schema = m
-                .get("schema")
-                .and_then(|s| s.as_str())
-                .unwrap_or(RESULT_SET_SCHEMA_V1);
-            if schema != RESULT_SET_SCHEMA && schema != RESULT_SET_SCHEMA_V1 {
-                return Err(bad(
-                    "schema",
-                    format!("`{schema}` is not a result set this arena reads ({RESULT_SET_SCHEMA}, {RESULT_SET_SCHEMA_V1})"),
-                ));
-            }
-            match m.remove("tasks") {
-                Some(serde_json::Value::Array(items)) => Ok((each(items, "tasks")?, run_id)),
-                _ => Err(bad("tasks", "expected a list of task results".into())),
-            }
-        }
-        v @ serde_json::Value::Object(_) => {
-            Ok((vec![parse_result(v).map_err(|m| bad("(result)", m))?], None))
-        }
-        other => Err(bad(
-            "(json)",
-            format!(
-                "expected a result set, a list of task results or one task result, found {}",
-                match other {
-                    serde_json::Value::Null => "null",
-                    serde_json::Value::Bool(_) => "a boolean",
-                    serde_json::Value::Number(_) => "a number",
-                    _ => "a string",
-                }
-            ),
-        )),
-    }
-}
-
-/// The task runs a result set at `path` names as without a result (infrastructure errors):
-/// empty for a list of results or a single result, which cannot name any.
-pub fn load_infra_errors(path: &Path) -> Result<Vec<InfraError>, RunError> {
-    let text = std::fs::read_to_string(path).map_err(|e| RunError::io(path, e))?;
-    let value: serde_json::Value = serde_json::from_str(&text)
-        .map_err(|e| RunError::invalid(path.display(), "(json)", e.to_string()))?;
-    match value.get("infra_errors") {
-        None | Some(serde_json::Value::Null) => Ok(Vec::new()),
-        Some(v) => serde_json::from_value(v.clone())
-            .map_err(|e| RunError::invalid(path.display(), "infra_errors", e.to_string())),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -546,8 +459,8 @@ mod tests {
     fn a_sets_task_runs_without_a_result_are_read_with_it() {
         let dir = tempfile::tempdir().unwrap();
         let set = dir.path().join("results.json");
-        std::fs::write(&set, r#"{"schema": "x", "tasks": [], "infra_errors": [{"task_id": "a", "repeat": 2, "reason": "gone", "at": 5}]}"#).unwrap();
-        let got = load_infra_errors(&set).unwrap();
+        std::fs::write(&set, r#"{"schema": "arena.results/v2", "tasks": [], "infra_errors": [{"task_id": "a", "repeat": 2, "reason": "gone", "at": 5}]}"#).unwrap();
+        let got = load_result_file(&set).unwrap().infra_errors;
         assert_eq!(
             (
                 got[0].task_id.as_str(),
@@ -558,9 +471,9 @@ mod tests {
         );
         let list = dir.path().join("list.json");
         std::fs::write(&list, "[]").unwrap();
-        assert!(load_infra_errors(&list).unwrap().is_empty());
+        assert!(load_result_file(&list).unwrap().infra_errors.is_empty());
         std::fs::write(&set, r#"{"tasks": [], "infra_errors": [{"task_id": "a"}]}"#).unwrap();
-        let e = load_infra_errors(&set).unwrap_err().to_string();
+        let e = load_result_file(&set).unwrap_err().to_string();
         assert!(
             e.contains("infra_errors") && e.contains("results.json"),
             "{e}"

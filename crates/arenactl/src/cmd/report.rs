@@ -5,8 +5,8 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use arena_report::compare::compare;
 use arena_report::html::{self, PageInfo};
-use arena_report::{Report, TaskResult};
-use arena_run::result::{load_infra_errors, load_results_with_run};
+use arena_report::Report;
+use arena_run::result::{load_result_file, LoadedResults};
 
 use super::{print_json, Outcome};
 use crate::cli::{CompareArgs, CompareFormat, ReportArgs, ReportFormat};
@@ -20,9 +20,9 @@ fn results_file(run: &Path) -> PathBuf {
     }
 }
 
-/// The results and the run's id (where the file names one).
-fn load(run: &Path) -> anyhow::Result<(Vec<TaskResult>, Option<String>)> {
-    Ok(load_results_with_run(&results_file(run))?)
+/// The results, the run's id and its task runs without a result (where the file names them).
+fn load(run: &Path) -> anyhow::Result<LoadedResults> {
+    Ok(load_result_file(&results_file(run))?)
 }
 
 fn write_out(path: &Path, text: &str) -> anyhow::Result<()> {
@@ -48,9 +48,12 @@ fn link_base(run_dir: &Path, page: &Path) -> String {
 }
 
 pub fn report(args: ReportArgs) -> anyhow::Result<Outcome> {
-    let (results, run_id) = load(&args.run)?;
-    let unscored = load_infra_errors(&results_file(&args.run))?;
-    let report = Report::build(&results)?.with_unscored(unscored);
+    let LoadedResults {
+        tasks: results,
+        run_id,
+        infra_errors,
+    } = load(&args.run)?;
+    let report = Report::build(&results)?.with_unscored(infra_errors);
     let text = match args.format {
         ReportFormat::Json => {
             if args.out.is_none() {
@@ -89,8 +92,8 @@ pub fn report(args: ReportArgs) -> anyhow::Result<Outcome> {
 }
 
 pub fn compare_runs(args: CompareArgs) -> anyhow::Result<Outcome> {
-    let (a, _) = load(&args.a)?;
-    let (b, _) = load(&args.b)?;
+    let a = load(&args.a)?.tasks;
+    let b = load(&args.b)?.tasks;
     let c = compare(
         &args.a.display().to_string(),
         &a,

@@ -1,6 +1,6 @@
 //! `arenactl score RESULTS.json…`: the aggregate table of one or more result files.
 
-use arena_report::{load_infra_errors, load_results, Report};
+use arena_report::{load_result_file, Report};
 
 use super::{print_json, Outcome};
 use crate::cli::ScoreArgs;
@@ -8,8 +8,9 @@ use crate::cli::ScoreArgs;
 pub fn run(args: ScoreArgs) -> anyhow::Result<Outcome> {
     let (mut results, mut unscored) = (Vec::new(), Vec::new());
     for f in &args.files {
-        results.extend(load_results(f)?);
-        unscored.extend(load_infra_errors(f)?);
+        let loaded = load_result_file(f)?;
+        results.extend(loaded.tasks);
+        unscored.extend(loaded.infra_errors);
     }
     let report = Report::build(&results)?.with_unscored(unscored);
     if args.out.json {
