@@ -93,11 +93,7 @@ mod tests {
         assert_eq!(m["stop_reason"], "tool_use");
         assert_eq!(m["content"][0]["id"], "toolu_arena_0001");
         let s = events(&t, 1, "m");
-        let data: Vec<Value> = s
-            .lines()
-            .filter_map(|l| l.strip_prefix("data: "))
-            .map(|d| serde_json::from_str(d).unwrap())
-            .collect();
+        let data = crate::sse::data_of(&s);
         assert_eq!(data.len(), 6);
         let partial = data[2]["delta"]["partial_json"].as_str().unwrap();
         assert_eq!(

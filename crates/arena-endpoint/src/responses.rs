@@ -86,11 +86,7 @@ mod tests {
             {"type": "function_call", "call_id": "c0"}, {"type": "function_call_output", "call_id": "c0"}]});
         assert_eq!(turns_done(&req), 1);
         let s = events(&t, 1, "m");
-        let data: Vec<Value> = s
-            .lines()
-            .filter_map(|l| l.strip_prefix("data: "))
-            .map(|d| serde_json::from_str(d).unwrap())
-            .collect();
+        let data = crate::sse::data_of(&s);
         assert_eq!(data.len(), 4);
         let done = &data[2]["item"];
         assert_eq!(

@@ -46,7 +46,7 @@ fn key_of(headers: &HeaderMap) -> Option<String> {
     })
 }
 
-async fn record(s: &Shared, uri: &Uri, headers: &HeaderMap, body: &Value) {
+fn record(s: &Shared, uri: &Uri, headers: &HeaderMap, body: &Value) {
     s.seen.lock().unwrap().push(Recorded {
         path: uri.path().to_string(),
         api_key: key_of(headers),
@@ -94,36 +94,21 @@ fn turn_for(s: &Shared, api: &Api, body: &Value) -> Response {
     }
 }
 
-/// `POST /v1/messages` (Anthropic's Messages API, which Claude Code speaks).
+/// Every route the endpoint serves, recorded alike: `/v1/messages` (Anthropic's Messages API,
+/// which Claude Code speaks), `/v1/responses` (OpenAI's Responses API, which Codex speaks) and
+/// `/v1/messages/count_tokens`.
 async fn answer(
     State(s): State<Shared>,
     uri: Uri,
     headers: HeaderMap,
     Json(body): Json<Value>,
 ) -> Response {
-    record(&s, &uri, &headers, &body).await;
-    turn_for(&s, &MESSAGES, &body)
-}
-
-/// `POST /v1/responses` (OpenAI's Responses API, which Codex speaks).
-async fn respond(
-    State(s): State<Shared>,
-    uri: Uri,
-    headers: HeaderMap,
-    Json(body): Json<Value>,
-) -> Response {
-    record(&s, &uri, &headers, &body).await;
-    turn_for(&s, &RESPONSES, &body)
-}
-
-async fn count_tokens(
-    State(s): State<Shared>,
-    uri: Uri,
-    headers: HeaderMap,
-    Json(body): Json<Value>,
-) -> Json<Value> {
-    record(&s, &uri, &headers, &body).await;
-    Json(json!({"input_tokens": 1}))
+    record(&s, &uri, &headers, &body);
+    match uri.path() {
+        "/v1/messages" => turn_for(&s, &MESSAGES, &body),
+        "/v1/responses" => turn_for(&s, &RESPONSES, &body),
+        _ => Json(json!({"input_tokens": 1})).into_response(),
+    }
 }
 
 async fn elsewhere(uri: Uri) -> Response {
@@ -145,8 +130,8 @@ impl Endpoint {
         };
         let app = Router::new()
             .route("/v1/messages", post(answer))
-            .route("/v1/messages/count_tokens", post(count_tokens))
-            .route("/v1/responses", post(respond))
+            .route("/v1/messages/count_tokens", post(answer))
+            .route("/v1/responses", post(answer))
             .fallback(elsewhere)
             .with_state(shared);
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();

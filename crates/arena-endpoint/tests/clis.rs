@@ -40,8 +40,9 @@ fn cli(recipe: &str, tgz: &str, inner: &str, dir: &Path) -> PathBuf {
     dir.join(inner)
 }
 
-/// A workspace with a kernel to make faster and a check that prints `check: ok`.
-fn workspace(dir: &Path) -> (PathBuf, PathBuf) {
+/// A workspace with a kernel to make faster and a check that prints `check: ok`, and a HOME
+/// for the CLI: (workspace, kernel, home).
+fn workspace(dir: &Path) -> (PathBuf, PathBuf, PathBuf) {
     let work = dir.join("work");
     std::fs::create_dir_all(work.join("source")).unwrap();
     let kernel = work.join("source/kernel.py");
@@ -52,10 +53,18 @@ fn workspace(dir: &Path) -> (PathBuf, PathBuf) {
          assert add_one(41) == 42\nprint('check: ok')\n",
     )
     .unwrap();
-    (work, kernel)
+    let home = dir.join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    (work, kernel, home)
 }
 
 const FASTER: &str = "def add_one(x):\n    return x + 1\n";
+
+/// The endpoint on loopback, playing `script` (a session's TOML).
+fn serve(script: &str) -> Endpoint {
+    let script = Script::parse(script, "session.toml").unwrap();
+    Endpoint::start(std::net::TcpListener::bind("127.0.0.1:0").unwrap(), script).unwrap()
+}
 
 /// Runs `cmd` to its end (at most 180 s); its stdout.
 fn finish(cmd: &mut Command) -> String {
@@ -109,22 +118,15 @@ fn claude_code_edits_the_kernel_and_runs_the_check_with_its_own_tools() {
         "package/claude",
         tmp.path(),
     );
-    let (work, kernel) = workspace(tmp.path());
-    let script = Script::parse(
-        &format!(
+    let (work, kernel, home) = workspace(tmp.path());
+    let script = format!(
             "[[turn]]\ntool = \"Read\"\ninput = {{ file_path = {k:?} }}\n\
              [[turn]]\ntool = \"Write\"\ninput = {{ file_path = {k:?}, content = {FASTER:?} }}\n\
              [[turn]]\ntool = \"Bash\"\ninput = {{ command = \"python3 check.py\", description = \"Run the check\" }}\n\
              [[turn]]\ntext = \"The kernel is faster and the check passes.\"\n",
             k = kernel.display().to_string()
-        ),
-        "session.toml",
-    )
-    .unwrap();
-    let endpoint =
-        Endpoint::start(std::net::TcpListener::bind("127.0.0.1:0").unwrap(), script).unwrap();
-    let home = tmp.path().join("home");
-    std::fs::create_dir_all(&home).unwrap();
+    );
+    let endpoint = serve(&script);
     let stdout = finish(
         Command::new(&cli)
             .args([
@@ -165,22 +167,15 @@ fn codex_edits_the_kernel_and_runs_the_check_with_its_own_shell() {
         "package/vendor/x86_64-unknown-linux-musl/bin/codex",
         tmp.path(),
     );
-    let (work, kernel) = workspace(tmp.path());
+    let (work, kernel, home) = workspace(tmp.path());
     let write = format!("cat > source/kernel.py <<'EOF'\n{FASTER}EOF");
-    let script = Script::parse(
-        &format!(
-            "[[turn]]\ntool = \"exec_command\"\ninput = {{ cmd = \"cat source/kernel.py\" }}\n\
+    let script = format!(
+        "[[turn]]\ntool = \"exec_command\"\ninput = {{ cmd = \"cat source/kernel.py\" }}\n\
              [[turn]]\ntool = \"exec_command\"\ninput = {{ cmd = {write:?} }}\n\
              [[turn]]\ntool = \"exec_command\"\ninput = {{ cmd = \"python3 check.py\" }}\n\
              [[turn]]\ntext = \"The kernel is faster and the check passes.\"\n"
-        ),
-        "session.toml",
-    )
-    .unwrap();
-    let endpoint =
-        Endpoint::start(std::net::TcpListener::bind("127.0.0.1:0").unwrap(), script).unwrap();
-    let home = tmp.path().join("home");
-    std::fs::create_dir_all(&home).unwrap();
+    );
+    let endpoint = serve(&script);
     // The flags images/codex/bin/arena-codex passes.
     let provider = format!(
         "model_providers.arena={{name=\"arena\",base_url=\"http://{}/v1\",env_key=\"OPENAI_API_KEY\",wire_api=\"responses\"}}",
