@@ -28,6 +28,13 @@ pub use error::ReportError;
 pub use generalization::{summarize_by_type, GeneralizationSummary, Quadrant, TaskGeneralization};
 pub use score::{score, score_task, speedup, PerfFailure, TaskScore};
 
+/// Why a task run has no result, as the reports say it: its reason's last line (a traceback's
+/// exception), at most 300 characters.
+pub fn why_unscored(u: &arena_run::result::InfraError) -> String {
+    let last = u.reason.lines().last().unwrap_or("").trim();
+    last.chars().take(300).collect()
+}
+
 /// Everything `arenactl score` prints: per-task scores, the aggregate table and, where the
 /// results carry unseen-configuration evaluations, the generalization table.
 #[derive(Debug, Clone, Serialize)]
@@ -90,9 +97,12 @@ impl Report {
             .unscored
             .iter()
             .map(|u| {
-                let why = u.reason.lines().last().unwrap_or("").trim();
-                let why: String = why.chars().take(300).collect();
-                format!("- `{}` (repeat {}): {why}\n", u.task_id, u.repeat)
+                format!(
+                    "- `{}` (repeat {}): {}\n",
+                    u.task_id,
+                    u.repeat,
+                    why_unscored(u)
+                )
             })
             .collect();
         format!(

@@ -255,13 +255,13 @@ pub fn render(report: &Report, results: &[TaskResult], info: &PageInfo) -> Strin
             report.unscored.len()
         );
         for u in &report.unscored {
-            let why = u.reason.lines().last().unwrap_or("").trim();
+            let why = crate::why_unscored(u);
             let _ = write!(
                 out,
                 "<li><code>{}</code> (repeat {}): {}</li>",
                 esc(&u.task_id),
                 u.repeat,
-                esc(why)
+                esc(&why)
             );
         }
         out.push_str("</ul>");

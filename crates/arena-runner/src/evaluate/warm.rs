@@ -347,7 +347,7 @@ impl ContainerWarm {
             )));
         }
         let out = self.out.join(rid);
-        let record = EvaluatorRecord::read(&out);
+        let mut record = EvaluatorRecord::read(&out);
         let how = Reading {
             writer: Writer::Arena,
             ..Reading::default()
@@ -361,7 +361,6 @@ impl ContainerWarm {
                 internal(format!("arena's evaluator could not evaluate: {last}"))
             });
         }
-        let mut record = record;
         if let (Some(times), Some(r)) = (reply.get("times"), record.as_mut()) {
             r.note("warm_times", times.clone());
         }
