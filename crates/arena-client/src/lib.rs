@@ -141,6 +141,8 @@ pub struct Evaluate {
     pub files: BTreeMap<String, Vec<u8>>,
     pub request_id: String,
     pub timeout: Option<Duration>,
+    /// Pairs of timed batches per configuration (None: the runner's default).
+    pub trusted_pairs: Option<u32>,
 }
 
 impl Evaluate {
@@ -172,6 +174,12 @@ impl Evaluate {
         self
     }
 
+    /// Pairs of timed batches per configuration (1 to 100): fewer answer sooner, noisier.
+    pub fn trusted_pairs(mut self, pairs: u32) -> Evaluate {
+        self.trusted_pairs = Some(pairs);
+        self
+    }
+
     fn into_request(self) -> tonic::Request<EvaluateRequest> {
         let mut req = tonic::Request::new(EvaluateRequest {
             image_lock: self.image_lock.display().to_string(),
@@ -182,6 +190,7 @@ impl Evaluate {
                 .timeout
                 .map(|t| t.as_millis().min(u32::MAX as u128) as u32)
                 .unwrap_or(0),
+            trusted_pairs: self.trusted_pairs,
         });
         if let Some(t) = self.timeout {
             // The call's own deadline too, a little later: the runner answers

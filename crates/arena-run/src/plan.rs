@@ -29,6 +29,11 @@ pub struct RunRequest {
     /// Rounds of paired performance runs for self-reported harnesses (default 6; 0: the
     /// candidate timed alone, against the baseline evaluation, as AgentKernelArena does).
     pub perf_pairs: Option<u32>,
+    /// Pairs of timed batches per configuration in arena's trusted evaluator (default
+    /// [`arena_eval::trusted::PerfSettings`]' 10, spread over as many sessions of fresh
+    /// kernel processes as there are pairs, at most 10 on the CPU and 5 on a GPU). Fewer: a
+    /// cheaper, noisier measurement whose interval says so (smoke runs, CI).
+    pub trusted_pairs: Option<u32>,
     /// Only the original kernel on each configuration of the hidden set, no baseline and no
     /// agent: the probe of a set before it is sealed. `agent` is ignored.
     pub probe: bool,
@@ -153,6 +158,9 @@ pub const MAX_RUNS: u32 = 1000;
 /// The most rounds of paired performance runs a request may ask of a self-reported harness
 /// (each round runs both kernels' performance command).
 pub const MAX_PERF_PAIRS: u32 = 100;
+/// The most pairs of timed batches a request may ask of the trusted evaluator per
+/// configuration (at least one: a time is a pair's).
+pub const MAX_TRUSTED_PAIRS: u32 = 100;
 
 /// Checks a request and computes its record; refuses a directory holding another run. A
 /// directory holding this run keeps its run id (a resume).
@@ -169,6 +177,16 @@ pub fn plan(req: &RunRequest, agent_dirs: &[PathBuf]) -> Result<Plan> {
             "request",
             "perf_pairs",
             format!("must be at most {MAX_PERF_PAIRS}"),
+        ));
+    }
+    if req
+        .trusted_pairs
+        .is_some_and(|p| p == 0 || p > MAX_TRUSTED_PAIRS)
+    {
+        return Err(RunError::invalid(
+            "request",
+            "trusted_pairs",
+            format!("must be 1 to {MAX_TRUSTED_PAIRS}"),
         ));
     }
     let lock = Lockfile::load(&req.image_lock)?;
@@ -240,6 +258,7 @@ pub fn plan(req: &RunRequest, agent_dirs: &[PathBuf]) -> Result<Plan> {
     );
     record.memory_bytes = req.memory;
     record.perf_pairs = req.perf_pairs;
+    record.trusted_pairs = req.trusted_pairs;
     if let Some(old) = rundir.load_record()? {
         if let Some(field) = old.first_difference(&record) {
             return Err(RunError::invalid(
@@ -311,16 +330,19 @@ mod tests {
     /// Numbers a client sends are bounded before anything else is read: repeats (each listed
     /// in memory) and rounds of paired runs.
     #[test]
-    fn runs_and_perf_pairs_out_of_bounds_are_refused_naming_the_field() {
-        for (runs, pairs, field) in [
-            (0, None, "runs"),
-            (MAX_RUNS + 1, None, "runs"),
-            (u32::MAX, None, "runs"),
-            (1, Some(MAX_PERF_PAIRS + 1), "perf_pairs"),
+    fn runs_and_pairs_out_of_bounds_are_refused_naming_the_field() {
+        for (runs, pairs, trusted, field) in [
+            (0, None, None, "runs"),
+            (MAX_RUNS + 1, None, None, "runs"),
+            (u32::MAX, None, None, "runs"),
+            (1, Some(MAX_PERF_PAIRS + 1), None, "perf_pairs"),
+            (1, None, Some(0), "trusted_pairs"),
+            (1, None, Some(MAX_TRUSTED_PAIRS + 1), "trusted_pairs"),
         ] {
             let req = RunRequest {
                 runs,
                 perf_pairs: pairs,
+                trusted_pairs: trusted,
                 ..RunRequest::default()
             };
             let e = plan(&req, &[]).err().expect("refused");

@@ -35,6 +35,10 @@ pub struct RunRecord {
     /// arena_eval's default).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub perf_pairs: Option<u32>,
+    /// Pairs of timed batches per configuration in arena's trusted evaluator
+    /// (`--trusted-pairs`; absent: arena_eval's default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trusted_pairs: Option<u32>,
     /// The identity that submitted the run (runner API): only it, or an admin, may watch or
     /// cancel it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -70,6 +74,7 @@ impl RunRecord {
             hidden_set_digest,
             memory_bytes: None,
             perf_pairs: None,
+            trusted_pairs: None,
             owner: None,
         }
     }
@@ -87,6 +92,7 @@ impl RunRecord {
             ),
             ("memory_bytes", self.memory_bytes != other.memory_bytes),
             ("perf_pairs", self.perf_pairs != other.perf_pairs),
+            ("trusted_pairs", self.trusted_pairs != other.trusted_pairs),
         ]
         .into_iter()
         .find_map(|(field, differs)| differs.then_some(field))
@@ -368,6 +374,7 @@ mod tests {
             hidden_set_digest: None,
             memory_bytes: None,
             perf_pairs: None,
+            trusted_pairs: None,
             owner: None,
         };
         assert_eq!(a.first_difference(&a.clone()), None);
@@ -382,6 +389,9 @@ mod tests {
         let mut c = a.clone();
         c.hidden_set_digest = Some("sha256:c".into());
         assert_eq!(a.first_difference(&c), Some("hidden_set_digest"));
+        let mut t = a.clone();
+        t.trusted_pairs = Some(3);
+        assert_eq!(a.first_difference(&t), Some("trusted_pairs"));
     }
 
     #[test]

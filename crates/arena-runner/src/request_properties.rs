@@ -26,6 +26,7 @@ const FIELDS: &[&str] = &[
     "hidden_set",
     "memory",
     "perf_pairs",
+    "trusted_pairs",
     "probe",
     ".lock",
     "config.yaml",
@@ -53,9 +54,10 @@ fn a_request() -> impl Strategy<Value = (bool, SubmitRunRequest, String)> {
         proptest::option::of(prop_oneof![3 => 0u32..8, 1 => any::<u32>()]),
         proptest::bool::weighted(0.2),
         "[a-z]{1,8}",
+        proptest::option::of(prop_oneof![3 => 0u32..8, 1 => any::<u32>()]),
     )
         .prop_map(
-            |(lock, tasks, agent, runs, below, hidden, memory, pairs, probe, name)| {
+            |(lock, tasks, agent, runs, below, hidden, memory, pairs, probe, name, trusted)| {
                 let req = SubmitRunRequest {
                     image_lock: lock.clone().unwrap_or_default(),
                     tasks,
@@ -70,6 +72,7 @@ fn a_request() -> impl Strategy<Value = (bool, SubmitRunRequest, String)> {
                     memory_bytes: memory,
                     probe_unseen: probe,
                     perf_pairs: pairs,
+                    trusted_pairs: trusted,
                 };
                 (lock.is_none(), req, name)
             },

@@ -169,6 +169,7 @@ impl Runner for RunnerService {
                     hidden_set: opt(r.hidden_set),
                     memory: (r.memory_bytes > 0).then_some(r.memory_bytes),
                     perf_pairs: r.perf_pairs,
+                    trusted_pairs: r.trusted_pairs,
                     probe: r.probe_unseen,
                 },
                 Some(who),
@@ -295,6 +296,7 @@ impl Runner for RunnerService {
                 files: r.files.into_iter().collect(),
                 request_id: r.request_id.clone(),
                 timeout,
+                trusted_pairs: r.trusted_pairs,
             })
             .await
             .map_err(eval_status)?;

@@ -280,6 +280,7 @@ impl Fixture {
             hidden_set: None,
             memory: None,
             perf_pairs: None,
+            trusted_pairs: None,
             probe: false,
         }
     }

@@ -341,6 +341,12 @@ pub struct RunArgs {
     /// Recorded with the run.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(0..=100))]
     pub perf_pairs: Option<u32>,
+    /// Pairs of timed batches per configuration for tasks arena's trusted evaluator measures
+    /// (default 10, spread over as many sessions of fresh kernel processes: at most 10 on the
+    /// CPU, 5 on a GPU). Fewer is cheaper and noisier, and the interval widens to say so: for
+    /// smoke runs, not for numbers you publish. Recorded with the run
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub trusted_pairs: Option<u32>,
     /// Where task runs run: `local` (a runner on this machine, or --runner) or `slurm` (one
     /// sbatch job per task run; the run directory, store and agent file must be on a
     /// filesystem every node sees).

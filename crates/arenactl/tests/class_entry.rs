@@ -155,6 +155,7 @@ fn a_class_entry_is_built_per_configuration_with_the_harness_seed() {
             .arg("--agent")
             .arg(agent)
             .args(["--gpus", "cpu:1", "--containerd", &d.socket, "--json"])
+            .args(CHEAP_TIMING)
             .arg("--store")
             .arg(store())
             .arg("--out")

@@ -76,6 +76,7 @@ fn a_refused_derived_harness_leaves_the_task_self_reported_with_the_reason() {
         .arg("--agent")
         .arg(common::repo().join("ci/agents/noop.toml"))
         .args(["--gpus", "cpu:1", "--containerd", &d.socket, "--json"])
+        .args(CHEAP_TIMING)
         .arg("--store")
         .arg(store())
         .arg("--out")

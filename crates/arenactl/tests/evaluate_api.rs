@@ -159,9 +159,13 @@ fn solution(task: &str) -> Vec<u8> {
     std::fs::read(repo().join(format!("ci/solutions/{task}/{k}.py"))).unwrap()
 }
 
+/// A request for `task` with `file` as its kernel, timed with 3 pairs (what these tests check
+/// reads the same with fewer pairs, at a third of the time).
 fn request(task: &str, file: Vec<u8>) -> Evaluate {
     let k = Path::new(task).file_name().unwrap().to_str().unwrap();
-    Evaluate::new(repo().join(LOCK), task).file(format!("source/{k}.py"), file)
+    Evaluate::new(repo().join(LOCK), task)
+        .file(format!("source/{k}.py"), file)
+        .trusted_pairs(3)
 }
 
 async fn eval(r: &Runner, task: &str, file: Vec<u8>) -> Evaluation {
@@ -193,60 +197,7 @@ fn fails_correctness(e: &Evaluation) {
 /// A kernel that is right unless it finds what an earlier candidate left: its files in /tmp,
 /// /dev/shm or its scratch, System V segments of its user, processes of its user other than
 /// itself.
-const DETECTOR: &str = r#"
-
-def _traces():
-    import os
-    found = []
-    home = os.environ.get("HOME", "/nonexistent")
-    try:
-        # The scratch as a fresh one is: mode 0700, no extended attribute.
-        if os.stat(home).st_mode & 0o7777 != 0o700:
-            found.append("scratch mode %o" % os.stat(home).st_mode)
-        found += ["xattr " + a for a in os.listxattr(home) if a.startswith("user.")]
-    except OSError as e:
-        found.append("scratch: %s" % e)
-    for d in ("/tmp", "/dev/shm", os.environ.get("HOME", "/nonexistent")):
-        try:
-            found += [os.path.join(d, n) for n in os.listdir(d) if os.lstat(os.path.join(d, n)).st_uid == os.getuid()]
-        except OSError:
-            pass
-    try:
-        for line in open("/proc/sysvipc/shm").read().split("\n")[1:]:
-            f = line.split()
-            if len(f) > 9 and os.getuid() in (int(f[7]), int(f[9])):  # owner or creator
-                found.append("shm " + f[1])
-    except OSError:
-        pass
-    for p in os.listdir("/proc"):
-        if p.isdigit() and int(p) != os.getpid():
-            try:
-                if os.stat("/proc/" + p).st_uid == os.getuid():
-                    found.append("process " + p)
-            except OSError:
-                pass
-    return found
-
-
-_LEFT = _traces()
-_LEFT += [line for line in _ipc("find") if line.startswith("found")]
-
-
-def _exit_status_kept():
-    # A kernel process is as a fresh one would be: the zygote's own SIGCHLD setting (ignored)
-    # would make every child's exit status read 0, which compilers the kernels run rely on.
-    import subprocess, sys
-    return subprocess.run([sys.executable, "-c", "raise SystemExit(3)"]).returncode == 3
-
-
-_LEFT += [] if _exit_status_kept() else ["a child's exit status was lost"]
-_honest = prefix_sum
-
-
-def prefix_sum(xs):
-    out = _honest(xs)
-    return [v + 1 for v in out] if _LEFT else out
-"#;
+const DETECTOR: &str = include_str!("fixtures/leftover_detector.py");
 
 #[test]
 fn the_adversarial_candidates_get_the_outcomes_they_get_in_runs() {
@@ -263,6 +214,10 @@ fn the_adversarial_candidates_get_the_outcomes_they_get_in_runs() {
             fast.result_json
         );
         assert_eq!(fast.result.trust, arena_run::result::Trust::Trusted);
+        // The request's pairs timed it (3, not the default's 10).
+        for c in &fast.result.candidate.performance {
+            assert_eq!(c.pairing.pairs_ms.as_ref().map(Vec::len), Some(3));
+        }
         let p = fast.result.provenance.as_ref().unwrap();
         assert!(p.candidate.is_some() && p.agent.is_none() && p.evaluator.is_some());
         // Clocks patched, the harness and the evaluator written to, a way out of the fork
@@ -384,6 +339,17 @@ def prefix_sum(xs):
         assert!(
             self_reported.to_string().contains("no trusted harness"),
             "{self_reported}"
+        );
+        let no_pairs = r
+            .evaluate(request(PREFIX_SUM, solution(PREFIX_SUM)).trusted_pairs(0))
+            .await
+            .err()
+            .unwrap();
+        assert!(
+            no_pairs
+                .to_string()
+                .contains("trusted_pairs: must be 1 to 100"),
+            "{no_pairs}"
         );
     });
     s.stop();

@@ -158,7 +158,11 @@ fn kernelbench_problems_evaluate_on_the_cpu() {
                     attacked(d.dir.path(), agent, task)
                 };
                 let e = r
-                    .evaluate(Evaluate::new(&lockfile, task).file("source/model_new.py", file))
+                    .evaluate(
+                        Evaluate::new(&lockfile, task)
+                            .file("source/model_new.py", file)
+                            .trusted_pairs(3),
+                    )
                     .await
                     .unwrap_or_else(|e| panic!("{task} {agent}: {e}"));
                 out.push((task.to_string(), agent, e));
@@ -194,6 +198,10 @@ fn kernelbench_problems_evaluate_on_the_cpu() {
             "untouched" => {
                 assert!(e.score.correct, "{task}: {}", e.result_json);
                 assert!(e.score.speedup > 0.0, "{task}: {}", e.result_json);
+                // The request's pairs, not the default's 10, timed the candidate.
+                for c in &r.candidate.performance {
+                    assert_eq!(c.pairing.pairs_ms.as_ref().map(Vec::len), Some(3), "{task}");
+                }
                 // Inductor generates C++ for a CPU, and the image has no compiler: Swish
                 // (pointwise) cannot be compiled, and the column is missing with its reason,
                 // the task's score as without it. A problem inductor hands to ATen whole (a
@@ -243,6 +251,7 @@ fn kernelbench_problems_evaluate_on_the_cpu() {
         .arg("--out")
         .arg(&out)
         .args(["--tasks", PROBLEMS[1], "--json"])
+        .args(CHEAP_TIMING)
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", show(&o));

@@ -69,7 +69,19 @@ fn three_scripted_agents_and_drift_refusal() {
             );
         }
         assert_eq!(r["baseline"]["compile"]["status"], "ok");
+        // The run's timing settings (CHEAP_TIMING) reach its evaluators: 3 pairs of the
+        // trusted evaluator, 2 rounds of a self-reported harness.
+        let case = &r["candidate"]["performance"][0];
+        let pairs = case["pairs_ms"].as_array().map_or(0, Vec::len);
+        let want = if r["trust"] == "trusted" { 3 } else { 2 };
+        assert_eq!(pairs, want, "{case}");
     }
+    let run: Value =
+        serde_json::from_slice(&std::fs::read(tmp.join("optimize/run.json")).unwrap()).unwrap();
+    assert_eq!(
+        (run["trusted_pairs"].as_u64(), run["perf_pairs"].as_u64()),
+        (Some(3), Some(2))
+    );
 
     // An agent that breaks correctness: compiles, not correct → 20.
     let report = d.run("ci/agents/break.toml", &tmp.join("break"));
@@ -310,7 +322,7 @@ fn killed_runner_resumes_without_repeating_finished_tasks() {
 fn an_untouched_kernel_is_measured_as_itself_on_every_sample_task() {
     let d = Daemon::start();
     let out = d.dir.path().join("noop");
-    let mut args = d.run_args_all("ci/agents/noop.toml", &out);
+    let mut args = d.run_args_timed("ci/agents/noop.toml", &out);
     args.extend(["--perf-pairs".into(), "10".into(), "--json".into()]);
     let o = arenactl().args(&args).output().unwrap();
     assert!(o.status.success(), "{}", show(&o));
@@ -327,6 +339,13 @@ fn an_untouched_kernel_is_measured_as_itself_on_every_sample_task() {
         assert!(
             cases.iter().all(|c| c.pairing.pairs_ms.is_some()),
             "{task}: every case paired: {r}"
+        );
+        // The defaults: 10 pairs of each (trusted evaluator or self-reported rounds).
+        assert!(
+            cases
+                .iter()
+                .all(|c| c.pairing.pairs_ms.as_ref().map(Vec::len) == Some(10)),
+            "{task}: {r}"
         );
         let (lo, hi) = arena_report::stats::speedup_interval_at(cases, 0.998).unwrap();
         assert!(

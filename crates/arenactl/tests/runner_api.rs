@@ -102,6 +102,7 @@ fn submit(runner: &str, out: &Path, agent: &str, token: Option<&Path>) -> Child 
     c.args(["run", "--image-lock"])
         .arg(repo().join("lockfiles/cpu.lock"))
         .args(["--agent", agent])
+        .args(CHEAP_TIMING)
         .args(["--tasks", PREFIX_SUM, "--runner", runner, "--out"])
         .arg(out);
     if let Some(t) = token {
@@ -411,6 +412,7 @@ fn a_killed_runner_serve_is_restarted_and_the_same_client_command_completes_the_
             .arg("--agent")
             .arg(&agent)
             .args(["--tasks", PREFIX_SUM, "--runner", &listen])
+            .args(CHEAP_TIMING)
             .arg("--out")
             .arg(&out);
         c

@@ -213,6 +213,7 @@ fn slurm_backend_runs_one_job_per_task_run_and_survives_scancel() {
             "slurm",
             "--json",
         ])
+        .args(CHEAP_TIMING)
         .arg("--store")
         .arg(&node_store)
         .arg("--bundle")

@@ -218,6 +218,7 @@ fn a_probed_set_holds_only_configurations_the_original_passes() {
         .args(["--agent", "ci/agents/noop.toml", "--gpus", "cpu:1"])
         .args(["--containerd", &d.socket, "--json", "--unseen"])
         .arg(&probed)
+        .args(CHEAP_TIMING)
         .arg("--store")
         .arg(store())
         .arg("--out")

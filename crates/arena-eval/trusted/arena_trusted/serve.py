@@ -31,6 +31,8 @@ from harness import Harness
 
 # A request's id becomes a directory name: nothing but these.
 ID = re.compile(r"^[0-9a-z][0-9a-z-]{0,63}$")
+# The most timed pairs a request may ask for (the runner refuses more before it asks).
+MAX_PAIRS = 100
 
 
 def listen(path, wait_s):
@@ -135,13 +137,20 @@ def tidy(job, data, roles, kept):
 
 
 def one(job, harness, data, configs, msg, zygote, kept):
-    """One `evaluate` request: {"id", "roles", "deadline_s"}."""
+    """One `evaluate` request: {"id", "roles", "deadline_s"[, "pairs"]}."""
     rid = str(msg.get("id", ""))
     roles = msg.get("roles")
     if not ID.match(rid):
         return {"ok": False, "error": f"request id {rid[:80]!r} is not [0-9a-z-]"}
     if not isinstance(roles, list) or not roles or any(r not in job["roles"] for r in roles):
         return {"ok": False, "error": f"roles {roles!r}: not among {job['roles']}"}
+    pairs = msg.get("pairs")
+    if pairs is not None:
+        # This request's own number of timed pairs (a cheaper screening); the job's stays
+        # the default of the next.
+        if type(pairs) is not int or not 1 <= pairs <= MAX_PAIRS:
+            return {"ok": False, "error": f"pairs {pairs!r}: not an integer from 1 to {MAX_PAIRS}"}
+        job = dict(job, perf=dict(job["perf"], pairs=pairs))
     out = os.path.join(job["out"], rid)
     os.mkdir(out, 0o700)
     record = ev.new_record(harness)

@@ -80,6 +80,9 @@ pub struct EvalRequest {
     /// The request's own time limit; None: twice the task's gate timeouts (a cold start
     /// evaluates the original first).
     pub timeout: Option<Duration>,
+    /// Pairs of timed batches per configuration of the candidate's evaluation (None: the
+    /// evaluator's default; 1 to [`arena_run::plan::MAX_TRUSTED_PAIRS`]).
+    pub trusted_pairs: Option<u32>,
 }
 
 pub struct EvalReply {
@@ -191,6 +194,14 @@ impl Evaluator {
     /// Evaluates one request.
     pub async fn evaluate(&self, req: EvalRequest) -> Result<EvalReply, EvalError> {
         let t0 = Instant::now();
+        if let Some(p) = req.trusted_pairs {
+            if p == 0 || p > arena_run::plan::MAX_TRUSTED_PAIRS {
+                return Err(EvalError::Invalid(format!(
+                    "trusted_pairs: must be 1 to {}, not {p}",
+                    arena_run::plan::MAX_TRUSTED_PAIRS
+                )));
+            }
+        }
         let task = self.catalog.task(&req.image_lock, &req.task)?;
         let timeout = req.timeout.unwrap_or_else(|| {
             Duration::from_secs(2 * GateTimeouts::for_task(&task.task.config).total())
@@ -201,7 +212,8 @@ impl Evaluator {
         let evaluation_id = format!("{}-{n}", self.prefix);
         let span = tracing::info_span!("evaluate", id = %evaluation_id, task = %task.task.id);
         let served = tracing::Instrument::instrument(
-            self.pool.evaluate(task.clone(), &candidate, deadline),
+            self.pool
+                .evaluate(task.clone(), &candidate, req.trusted_pairs, deadline),
             span,
         )
         .await?;

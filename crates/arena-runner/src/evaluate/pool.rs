@@ -36,10 +36,12 @@ pub trait Warm: Send + Sync {
     fn id(&self) -> &str;
     /// The original kernel evaluated alone when it started (a run's baseline phase).
     fn baseline(&self) -> &Baseline;
-    /// Evaluates `candidate` against the original, to be done by `deadline`.
+    /// Evaluates `candidate` against the original with `pairs` pairs of timed batches per
+    /// configuration (None: the evaluator's default), to be done by `deadline`.
     async fn evaluate(
         &self,
         candidate: &Candidate,
+        pairs: Option<u32>,
         deadline: Instant,
     ) -> Result<Evaluated, EvalError>;
     /// Ends it; what it ran in is removed.
@@ -256,11 +258,12 @@ impl Pool {
         self.tasks.wait().await;
     }
 
-    /// Evaluates `candidate` for `task` by `deadline`.
+    /// Evaluates `candidate` for `task` (with `pairs`, as [`Warm::evaluate`]) by `deadline`.
     pub async fn evaluate(
         &self,
         task: Arc<ServedTask>,
         candidate: &Candidate,
+        pairs: Option<u32>,
         deadline: Instant,
     ) -> Result<Served, EvalError> {
         let t0 = Instant::now();
@@ -291,7 +294,7 @@ impl Pool {
         let t = Instant::now();
         let evaluated = match tokio::time::timeout_at(
             deadline + GRACE,
-            busy.warm().evaluate(candidate, deadline),
+            busy.warm().evaluate(candidate, pairs, deadline),
         )
         .await
         {

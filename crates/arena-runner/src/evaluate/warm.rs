@@ -261,7 +261,9 @@ impl ContainerWarm {
         if hello.get("ready").and_then(|r| r.as_bool()) != Some(true) {
             return Err(internal(format!("the evaluator did not start: {hello}")));
         }
-        let b = self.request("baseline", &[BASELINE.name], deadline).await?;
+        let b = self
+            .request("baseline", &[BASELINE.name], None, deadline)
+            .await?;
         if let Some(why) = unusable(&b.evaluation) {
             return Err(EvalError::Precondition(format!(
                 "task {}: the original kernel fails its own evaluation on this runner: {why}",
@@ -326,16 +328,20 @@ impl ContainerWarm {
         &self,
         rid: &str,
         roles: &[&str],
+        pairs: Option<u32>,
         deadline: Instant,
     ) -> Result<Evaluated, EvalError> {
         let left = deadline.saturating_duration_since(Instant::now());
-        self.send(&serde_json::json!({
+        let mut msg = serde_json::json!({
             "op": "evaluate",
             "id": rid,
             "roles": roles,
             "deadline_s": left.as_secs_f64().max(0.001),
-        }))
-        .await?;
+        });
+        if let Some(p) = pairs {
+            msg["pairs"] = p.into();
+        }
+        self.send(&msg).await?;
         let reply = self.recv_until(deadline).await?;
         if reply.get("ok").and_then(|o| o.as_bool()) != Some(true) {
             return Err(internal(format!(
@@ -390,6 +396,7 @@ impl Warm for ContainerWarm {
     async fn evaluate(
         &self,
         candidate: &Candidate,
+        pairs: Option<u32>,
         deadline: Instant,
     ) -> Result<Evaluated, EvalError> {
         // The candidate's kernel directory holds this candidate's files and nothing else.
@@ -397,8 +404,13 @@ impl Warm for ContainerWarm {
         std::fs::create_dir_all(&self.candidate_dir).map_err(internal)?;
         copy_sources(&candidate.staged, &candidate.rels, &self.candidate_dir).map_err(internal)?;
         let n = self.requests.fetch_add(1, Ordering::SeqCst);
-        self.request(&format!("r{n}"), &[BASELINE.name, CANDIDATE.name], deadline)
-            .await
+        self.request(
+            &format!("r{n}"),
+            &[BASELINE.name, CANDIDATE.name],
+            pairs,
+            deadline,
+        )
+        .await
     }
 
     fn alive(&self) -> bool {

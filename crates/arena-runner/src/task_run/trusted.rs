@@ -235,6 +235,9 @@ impl TaskRun<'_> {
             devices.additional_gids.clone(),
         );
         job.accelerator = self.gpu.has_device();
+        if let Some(pairs) = ctx.record.trusted_pairs {
+            job.perf.pairs = pairs;
+        }
         let mut binds = ed.binds();
         if let Some(h) = r.hidden {
             // A private copy only root may read: the kernel processes cannot open it.

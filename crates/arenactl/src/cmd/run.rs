@@ -92,6 +92,7 @@ async fn run_async(args: RunArgs) -> anyhow::Result<Outcome> {
                 .unwrap_or_default(),
             memory_bytes: args.memory.unwrap_or(0),
             perf_pairs: args.perf_pairs,
+            trusted_pairs: args.trusted_pairs,
             probe_unseen: false,
         })
         .await

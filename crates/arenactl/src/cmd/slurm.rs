@@ -36,6 +36,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<Outcome> {
             hidden_set: args.unseen.as_deref().map(absolute),
             memory: args.memory,
             perf_pairs: args.perf_pairs,
+            trusted_pairs: args.trusted_pairs,
             probe: false,
         },
         agents_dir: absolute(&args.local.agents_dir),
