@@ -22,6 +22,8 @@ usage: sudo python3 ci/bench/trusted-overhead.py OUT_DIR [REPEATS] [TASK_DIR ...
        (default tasks: the CPU samples matmul and prefix_sum; on a GPU machine pass
        tasks/triton2triton/arena/row_softmax etc.). Runs as root: kernels run as users 60001/60002.
        ARENA_BENCH_SIDES=direct,trusted,inline (the default) picks the sides.
+       ARENA_BENCH_PAIRS=N times with N pairs per configuration (`arenactl run --trusted-pairs`;
+       default 10, the runner's), and the paired evaluation's speedups are printed beside.
 """
 import json
 import os
@@ -40,6 +42,8 @@ USERS = {"baseline": 60001, "candidate": 60002}
 # The system's Python for both sides: the kernel processes run as other users, who cannot enter
 # a root-owned virtualenv or pyenv tree (in the containers it is the image's /usr/bin/python3).
 PYTHON = os.environ.get("ARENA_BENCH_PYTHON", "/usr/bin/python3")
+# Pairs per configuration (the runner's default, or `--trusted-pairs`).
+PAIRS = int(os.environ.get("ARENA_BENCH_PAIRS", "10"))
 
 
 def solution_dir(task):
@@ -126,7 +130,7 @@ def trusted(task, roles, inline=False):
             "groups": [],
             "timeouts": {"compile": 300, "correctness": 300, "performance": 600},
             "trials": 2,
-            "perf": {"pairs": 10, "target_batch_ms": 20.0, "max_calls": 4096, "warmup_batches": 2,
+            "perf": {"pairs": PAIRS, "target_batch_ms": 20.0, "max_calls": 4096, "warmup_batches": 2,
                      "graphs": True, "sessions": 10, "gpu_sessions": 5},
             "out": out,
             "pass_env": ["CUDA_VISIBLE_DEVICES", "LD_LIBRARY_PATH", "PATH"],
@@ -153,6 +157,15 @@ def trusted(task, roles, inline=False):
             side = "inline" if inline else "trusted"
             sys.exit(f"{task}: the {side} evaluation of {roles} did not pass: gates {gates}: {why}")
         seen = {g: round(v, 3) for g, v in record.get("gate_s", {}).items()}
+        if len(roles) > 1:
+            # Each case's speedup (median pair ratio) and its pairs' range: the noise that
+            # fewer pairs buy.
+            cases = json.load(open(os.path.join(out, "performance_report.json")))
+            seen["speedups"] = []
+            for c in cases:
+                ratios = [b / x for b, x in c.get("pairs_ms", []) if x > 0]
+                if ratios:
+                    seen["speedups"].append([round(statistics.median(ratios), 3), round(min(ratios), 3), round(max(ratios), 3)])
         if "zygote" in record:
             seen["zygote_started_early"] = record["zygote"].get("early")
         return dt, seen
@@ -190,6 +203,9 @@ def main():
                     r[f"{side}_gate_s"] = {"baseline": alone_gates, "paired": paired_gates}
             rows.append(r)
             print(f"{name:12} {rep:>3} " + " ".join(f"{r[s + '_s']:>10.2f}" for s in sides), flush=True)
+            for side in ("trusted", "inline"):
+                if f"{side}_gate_s" in r:
+                    print(f"{'':12} {side} speedups (median, min, max of the pairs): {r[f'{side}_gate_s']['paired'].get('speedups')}", flush=True)
     summary = {}
     for task in tasks:
         name = os.path.basename(task)
@@ -204,7 +220,7 @@ def main():
                 line += f"; trusted / {peer} {ratio:.3f} ({(ratio - 1) * 100:+.1f}%)"
         print(line)
     with open(os.path.join(out, "overhead.json"), "w") as f:
-        json.dump({"rows": rows, "summary": summary}, f, indent=2)
+        json.dump({"pairs": PAIRS, "rows": rows, "summary": summary}, f, indent=2)
 
 
 if __name__ == "__main__":

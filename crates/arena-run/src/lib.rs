@@ -6,6 +6,7 @@
 //! (local, containerd) and the Slurm head both work from this model.
 
 pub mod agent;
+pub mod crash;
 pub mod error;
 pub mod events;
 pub mod hidden;

@@ -99,6 +99,10 @@ impl RunRecord {
     }
 }
 
+/// The name prefix of [`write_atomic`]'s temporary files. One whose writer died before the
+/// rename is removed when the run resumes ([`RunDir::remove_partial_writes`]).
+pub const PARTIAL_PREFIX: &str = ".arena-partial-";
+
 /// Writes `bytes` to `path` so that a reader sees the old file or the new one, never a part:
 /// a temporary file in the same directory, fsync, rename, fsync of the directory.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
@@ -107,6 +111,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     std::fs::create_dir_all(dir).map_err(|e| RunError::io(dir, e))?;
     // Readable by everyone (results are for reading), not the temporary file's 0600.
     let mut tmp = tempfile::Builder::new()
+        .prefix(PARTIAL_PREFIX)
         .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o644))
         .tempfile_in(dir)
         .map_err(|e| RunError::io(dir, e))?;
@@ -114,6 +119,10 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     tmp.as_file()
         .sync_all()
         .map_err(|e| RunError::io(path, e))?;
+    // The crash tests' point between a complete temporary file and its rename.
+    if let Some(name) = path.file_name().and_then(|n| n.to_str()) {
+        crate::crash::point(&format!("write:{name}"));
+    }
     tmp.persist(path).map_err(|e| RunError::io(path, e.error))?;
     if let Ok(d) = std::fs::File::open(dir) {
         let _ = d.sync_all();
@@ -293,6 +302,29 @@ impl RunDir {
         Ok(false)
     }
 
+    /// Removes the temporary files of atomic writes whose writer died before renaming them
+    /// (a client killed while it wrote the record, a result or the results), in the run's
+    /// directory and `items`' directories; returns what it removed. Only for the one process
+    /// that resumes the run (a live writer's file would go too).
+    pub fn remove_partial_writes(&self, items: &[Item]) -> Result<Vec<PathBuf>> {
+        let mut removed = Vec::new();
+        let dirs = std::iter::once(self.root.clone()).chain(items.iter().map(|i| self.item_dir(i)));
+        for dir in dirs {
+            let Ok(entries) = std::fs::read_dir(&dir) else {
+                continue;
+            };
+            for e in entries.flatten() {
+                let partial = e.file_name().to_string_lossy().starts_with(PARTIAL_PREFIX);
+                if partial && e.file_type().is_ok_and(|t| t.is_file()) {
+                    let p = e.path();
+                    std::fs::remove_file(&p).map_err(|err| RunError::io(&p, err))?;
+                    removed.push(p);
+                }
+            }
+        }
+        Ok(removed)
+    }
+
     pub fn infra_error_path(&self, item: &Item) -> PathBuf {
         self.item_dir(item).join("infra_error.json")
     }
@@ -358,6 +390,36 @@ mod tests {
         assert_eq!(std::fs::read(&p).unwrap(), b"two");
         // No temporary files are left beside it.
         assert_eq!(std::fs::read_dir(d.path().join("a")).unwrap().count(), 1);
+    }
+
+    /// What a writer killed before its rename left is removed on resume: its temporary files
+    /// in the run's and the items' directories, nothing else (a result, a file of the
+    /// agent's that looks alike but is not a regular file of ours).
+    #[test]
+    fn partial_writes_of_a_dead_writer_are_removed_and_nothing_else() {
+        let d = tempfile::tempdir().unwrap();
+        let rd = RunDir::new(d.path()).unwrap();
+        let item = Item {
+            task_id: "t/a".into(),
+            repeat: 0,
+        };
+        let idir = rd.item_dir(&item);
+        std::fs::create_dir_all(idir.join(format!("{PARTIAL_PREFIX}dir"))).unwrap();
+        write_atomic(&idir.join("result.json"), b"{}").unwrap();
+        let left = [
+            d.path().join(format!("{PARTIAL_PREFIX}run")),
+            idir.join(format!("{PARTIAL_PREFIX}result")),
+        ];
+        for p in &left {
+            std::fs::write(p, b"half").unwrap();
+        }
+        let mut removed = rd.remove_partial_writes(&[item]).unwrap();
+        removed.sort();
+        let mut want = left.to_vec();
+        want.sort();
+        assert_eq!(removed, want);
+        assert!(idir.join("result.json").is_file());
+        assert!(idir.join(format!("{PARTIAL_PREFIX}dir")).is_dir());
     }
 
     #[test]

@@ -373,15 +373,16 @@ fn a_killed_client_leaves_nothing_running_past_its_timeout() {
     let d = Daemon::start();
     let tmp = d.dir.path();
     let out = tmp.join("sleeper");
-    // The sleeper with a 30 s timeout: with its own 3 s, a busy CI machine reported the agent's
+    // The sleeper with a 12 s timeout: with its own 3 s, a busy CI machine reported the agent's
     // start to the client after the runner had already begun removing it at the timeout, and
     // the client died between removing the container and its snapshot (seen once).
+    const TIMEOUT_S: u64 = 12;
     let sleeper = tmp.join("sleeper.toml");
     let text = std::fs::read_to_string(repo().join(agent("sleeper"))).unwrap();
     assert!(text.contains("timeout_s = 3\n"));
     std::fs::write(
         &sleeper,
-        text.replace("timeout_s = 3\n", "timeout_s = 30\n"),
+        text.replace("timeout_s = 3\n", &format!("timeout_s = {TIMEOUT_S}\n")),
     )
     .unwrap();
     let mut args = d.run_args_all(sleeper.to_str().unwrap(), &out);
@@ -420,9 +421,23 @@ fn a_killed_client_leaves_nothing_running_past_its_timeout() {
         );
         std::thread::sleep(Duration::from_millis(100));
     }
+    let running = Instant::now();
     child.kill().unwrap();
     child.wait().unwrap();
-    // gc removes it at once: its owner is dead.
+    // With nobody watching, the watchdog in the container ends the agent at most 5 s past
+    // its deadline (the deadline began before the task was seen running; 1 s for polling).
+    while agent_task_running(&d.socket) {
+        assert!(
+            running.elapsed() < Duration::from_secs(TIMEOUT_S + 5 + 1),
+            "the agent ran more than 5 s past its deadline with its client dead"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    eprintln!(
+        "the agent ended {:.1} s after it was seen running (timeout {TIMEOUT_S} s)",
+        running.elapsed().as_secs_f64()
+    );
+    // gc removes its container at once: its owner is dead.
     let o = arenactl()
         .args(["gc", "--json", "--containerd", &d.socket])
         .output()

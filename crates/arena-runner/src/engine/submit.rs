@@ -68,6 +68,11 @@ impl Engine {
             if !removed.is_empty() {
                 tracing::info!(run = %record.run_id, ?removed, "removed leftovers of an interrupted runner");
             }
+            // And the temporary files of writes it did not finish (never read as results).
+            let partial = rundir.remove_partial_writes(&items)?;
+            if !partial.is_empty() {
+                tracing::info!(run = %record.run_id, ?partial, "removed half-written files of an interrupted runner");
+            }
             match arena_runtime::cleanup::gc_orphaned_imports(self.rt.as_ref()).await {
                 Ok(l) if !l.is_empty() => {
                     tracing::info!(leases = ?l, "removed import leases of dead processes")

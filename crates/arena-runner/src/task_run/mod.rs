@@ -183,6 +183,8 @@ impl RunContext {
             cancel: Some(self.cancel.clone()),
         };
         let span = tracing::info_span!("container", phase = %phase, id = %req.id);
+        // The crash tests' points: while this container runs, and once it has ended.
+        arena_run::crash::during(&phase.to_string());
         let out = run_container(&self.rt, req)
             .instrument(span.clone())
             .await
@@ -196,6 +198,7 @@ impl RunContext {
                 "container ended"
             )
         });
+        arena_run::crash::point(&format!("ended:{phase}"));
         if out.cancelled {
             return Err(RunnerError::Cancelled);
         }

@@ -1,0 +1,63 @@
+//! Crash points, for the crash tests (issue 41). Where the environment variable
+//! [`CRASH_AT`] names a point, the process kills itself with SIGKILL there: no destructor,
+//! no flush, no cleanup runs, as when a client is killed or its machine is lost. A test can
+//! so end a run at exactly the moment it means (a result's temporary file written but not
+//! yet renamed; a container running), which killing from outside can only hit by chance, and
+//! then check what the same command makes of what was left.
+//!
+//! The variable is read once. Unset (any run but those tests), a point compares nothing.
+
+use std::sync::OnceLock;
+use std::time::Duration;
+
+/// The variable that names the point to crash at.
+pub const CRASH_AT: &str = "ARENA_CRASH_AT";
+
+/// How long after a container's start a `during:<phase>` point kills the process: long
+/// enough for the container to be created and running (a few hundred milliseconds here).
+pub const DURING_DELAY: Duration = Duration::from_millis(1500);
+
+fn armed() -> Option<&'static str> {
+    static AT: OnceLock<Option<String>> = OnceLock::new();
+    AT.get_or_init(|| std::env::var(CRASH_AT).ok().filter(|s| !s.is_empty()))
+        .as_deref()
+}
+
+/// Kills this process with SIGKILL where `name` is the armed point.
+pub fn point(name: &str) {
+    if armed() == Some(name) {
+        die(name);
+    }
+}
+
+/// Where `during:<what>` is the armed point: kills this process [`DURING_DELAY`] from now,
+/// whatever it is doing then (the container that `what` names starts meanwhile).
+pub fn during(what: &str) {
+    let Some(at) = armed() else { return };
+    if at.strip_prefix("during:") == Some(what) {
+        let name = at.to_string();
+        std::thread::spawn(move || {
+            std::thread::sleep(DURING_DELAY);
+            die(&name);
+        });
+    }
+}
+
+fn die(name: &str) -> ! {
+    eprintln!("{CRASH_AT}={name}: killing this process (SIGKILL)");
+    let _ = nix::sys::signal::kill(nix::unistd::Pid::this(), nix::sys::signal::Signal::SIGKILL);
+    // SIGKILL cannot be caught; the process is gone before this line.
+    std::process::abort()
+}
+
+#[cfg(test)]
+mod tests {
+    /// A point that is not armed does nothing (the whole test process would die otherwise);
+    /// the armed ones are exercised by arenactl's crash_points.rs, in processes of their own.
+    #[test]
+    fn an_unarmed_point_does_nothing() {
+        assert!(std::env::var(super::CRASH_AT).is_err());
+        super::point("write:result.json");
+        super::during("agent");
+    }
+}
