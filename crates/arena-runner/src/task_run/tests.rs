@@ -92,9 +92,9 @@ async fn the_agent_runs_on_a_read_only_root_in_a_sized_workspace_under_a_watchdo
         .iter()
         .any(|t| t.destination == "/var/tmp"));
     assert_eq!(spec.config.limits.memory_bytes, 16 << 30);
-    // The watchdog: sh runs the agent and kills everything 5 s past its timeout.
+    // The watchdog: sh runs the agent and kills everything 4 s past its timeout.
     assert_eq!(spec.config.args[0], "/bin/sh");
-    assert_eq!(spec.config.args[3..5], ["arena-deadline", "12"]);
+    assert_eq!(spec.config.args[3..5], ["arena-deadline", "11"]);
     assert_eq!(spec.config.args.last().unwrap(), "fake-agent");
     // The workspace was a file system of its own, released once its sources were taken,
     // and what the agent left is kept.
