@@ -32,6 +32,9 @@ struct AgentFile {
     env: BTreeMap<String, String>,
     #[serde(default)]
     env_passthrough: Vec<String>,
+    /// Variables whose values the run's submitter gives (crate::secrets).
+    #[serde(default)]
+    secrets: Vec<String>,
     #[serde(default = "default_network")]
     network: String,
     /// With `egress`: the only hosts (names, addresses or CIDR blocks) the agent may reach.
@@ -95,6 +98,9 @@ pub struct Agent {
     pub command: Vec<String>,
     pub env: BTreeMap<String, String>,
     pub env_passthrough: Vec<String>,
+    /// Variables whose values the submitter gives with the run, never the runner's
+    /// environment ([`crate::secrets`]).
+    pub secrets: Vec<String>,
     pub network: AgentNetwork,
     pub timeout_s: u64,
     pub max_iterations: u32,
@@ -170,6 +176,7 @@ impl Agent {
             command: Vec::new(),
             env: BTreeMap::new(),
             env_passthrough: Vec::new(),
+            secrets: Vec::new(),
             network: AgentNetwork::None,
             timeout_s: 0,
             max_iterations: 0,
@@ -287,6 +294,18 @@ impl Agent {
         if f.timeout_s == 0 {
             return Err(RunError::invalid(&file, "timeout_s", "must be at least 1"));
         }
+        for (i, name) in f.secrets.iter().enumerate() {
+            let field = format!("secrets[{i}]");
+            crate::secrets::check_name(name)
+                .map_err(|why| RunError::invalid(&file, &field, why))?;
+            if f.env.contains_key(name) || f.env_passthrough.contains(name) {
+                return Err(RunError::invalid(
+                    &file,
+                    &field,
+                    format!("{name} is in `env` or `env_passthrough` too: a secret comes from the run's submitter only"),
+                ));
+            }
+        }
         let base = path.parent().unwrap_or(Path::new("."));
         let mut mounts = Vec::new();
         for (i, m) in f.mounts.iter().enumerate() {
@@ -319,6 +338,7 @@ impl Agent {
             command: f.command,
             env: f.env,
             env_passthrough: f.env_passthrough,
+            secrets: f.secrets,
             network,
             timeout_s: f.timeout_s,
             max_iterations: f.max_iterations,

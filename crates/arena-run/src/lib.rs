@@ -15,6 +15,7 @@ pub mod probe;
 pub mod prompt;
 pub mod result;
 pub mod rundir;
+pub mod secrets;
 
 pub use agent::{Agent, AgentImage, AgentNetwork};
 pub use error::{Result, RunError};
@@ -22,3 +23,4 @@ pub use hidden::HiddenSet;
 pub use plan::{plan, select, Plan, RunRequest};
 pub use result::{ProbeRun, Provenance, TaskResult, Timings, Trust};
 pub use rundir::{Item, RunDir, RunRecord};
+pub use secrets::Secrets;

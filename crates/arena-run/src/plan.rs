@@ -34,6 +34,9 @@ pub struct RunRequest {
     /// kernel processes as there are pairs, at most 10 on the CPU and 5 on a GPU). Fewer: a
     /// cheaper, noisier measurement whose interval says so (smoke runs, CI).
     pub trusted_pairs: Option<u32>,
+    /// The values of the agent's `secrets` (its API keys), held for the run and never
+    /// recorded: a resumed run is given them again.
+    pub secrets: crate::secrets::Secrets,
     /// Only the original kernel on each configuration of the hidden set, no baseline and no
     /// agent: the probe of a set before it is sealed. `agent` is ignored.
     pub probe: bool,
@@ -189,6 +192,13 @@ pub fn plan(req: &RunRequest, agent_dirs: &[PathBuf]) -> Result<Plan> {
             format!("must be 1 to {MAX_TRUSTED_PAIRS}"),
         ));
     }
+    if req.image_lock.is_dir() {
+        return Err(RunError::invalid(
+            "request",
+            "image_lock",
+            format!("{}: a directory, not a lockfile", req.image_lock.display()),
+        ));
+    }
     let lock = Lockfile::load(&req.image_lock)?;
     let lock_digest = arena_image::Digest::of_file(&req.image_lock)
         .map_err(|e| RunError::io(&req.image_lock, e))?
@@ -200,6 +210,9 @@ pub fn plan(req: &RunRequest, agent_dirs: &[PathBuf]) -> Result<Plan> {
     } else {
         Agent::resolve(&req.agent, agent_dirs)?
     };
+    if !req.probe {
+        req.secrets.check_for(&agent)?;
+    }
     if let AgentImage::Locked(name) = &agent.image {
         if !lock.images.iter().any(|r| &r.name == name) {
             return Err(RunError::invalid(

@@ -27,6 +27,7 @@ const FIELDS: &[&str] = &[
     "memory",
     "perf_pairs",
     "trusted_pairs",
+    "secrets",
     "probe",
     ".lock",
     "config.yaml",
@@ -55,9 +56,26 @@ fn a_request() -> impl Strategy<Value = (bool, SubmitRunRequest, String)> {
         proptest::bool::weighted(0.2),
         "[a-z]{1,8}",
         proptest::option::of(prop_oneof![3 => 0u32..8, 1 => any::<u32>()]),
+        prop_oneof![
+            3 => Just(std::collections::HashMap::new()),
+            1 => proptest::collection::hash_map(prop_oneof!["[A-Z_]{1,6}", noise()], noise(), 1..3)
+        ],
     )
         .prop_map(
-            |(lock, tasks, agent, runs, below, hidden, memory, pairs, probe, name, trusted)| {
+            |(
+                lock,
+                tasks,
+                agent,
+                runs,
+                below,
+                hidden,
+                memory,
+                pairs,
+                probe,
+                name,
+                trusted,
+                secrets,
+            )| {
                 let req = SubmitRunRequest {
                     image_lock: lock.clone().unwrap_or_default(),
                     tasks,
@@ -73,6 +91,7 @@ fn a_request() -> impl Strategy<Value = (bool, SubmitRunRequest, String)> {
                     probe_unseen: probe,
                     perf_pairs: pairs,
                     trusted_pairs: trusted,
+                    secrets,
                 };
                 (lock.is_none(), req, name)
             },

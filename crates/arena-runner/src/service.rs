@@ -170,6 +170,8 @@ impl Runner for RunnerService {
                     memory: (r.memory_bytes > 0).then_some(r.memory_bytes),
                     perf_pairs: r.perf_pairs,
                     trusted_pairs: r.trusted_pairs,
+                    secrets: arena_run::Secrets::new(r.secrets.into_iter().collect(), "request")
+                        .map_err(|e| Status::invalid_argument(e.to_string()))?,
                     probe: r.probe_unseen,
                 },
                 Some(who),

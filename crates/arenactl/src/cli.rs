@@ -285,22 +285,11 @@ pub struct RunnerArgs {
     #[arg(long, value_name = "N")]
     pub cpus_per_gpu: Option<f64>,
     /// Size of each agent's workspace file system (e.g. 8GiB; default 4GiB).
-    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    #[arg(long, value_name = "SIZE", value_parser = crate::arg_parse::parse_size)]
     pub workspace_size: Option<u64>,
 }
 
 /// A size such as `16GiB`, `512MiB` or a number of bytes.
-pub fn parse_size(s: &str) -> Result<u64, String> {
-    let b = s
-        .parse::<bytesize::ByteSize>()
-        .map_err(|e| format!("`{s}`: {e} (write e.g. 16GiB)"))?
-        .as_u64();
-    if b == 0 {
-        return Err("must be more than 0 bytes".into());
-    }
-    Ok(b)
-}
-
 #[derive(Debug, Args)]
 pub struct RunArgs {
     /// The lockfile every image is checked against; the run refuses any other digest.
@@ -332,7 +321,7 @@ pub struct RunArgs {
     pub unseen: Option<PathBuf>,
     /// Memory of each container of a task that sets no memory_limit (e.g. 32GiB; default
     /// 16GiB). Recorded with the run.
-    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    #[arg(long, value_name = "SIZE", value_parser = crate::arg_parse::parse_size)]
     pub memory: Option<u64>,
     /// Rounds of paired performance runs for tasks whose harness is their own: the original
     /// kernel and the agent's each run the performance command this many times, interleaved
@@ -347,6 +336,12 @@ pub struct RunArgs {
     /// smoke runs, not for numbers you publish. Recorded with the run
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=100))]
     pub trusted_pairs: Option<u32>,
+    /// A value the agent file's `secrets` names (an API key), read from FILE by this client
+    /// (one trailing newline dropped) and sent with the run (repeatable). It reaches only the
+    /// agent's container, where the agent and code it runs can read it; it is written to no
+    /// file of the run, so a resumed run needs it again
+    #[arg(long = "secret", value_name = "NAME=FILE", value_parser = crate::arg_parse::parse_secret)]
+    pub secrets: Vec<(String, PathBuf)>,
     /// Where task runs run: `local` (a runner on this machine, or --runner) or `slurm` (one
     /// sbatch job per task run; the run directory, store and agent file must be on a
     /// filesystem every node sees).

@@ -1,6 +1,7 @@
 //! arenactl: the command-line edge of arena. Library crates do the work; this binary parses
 //! arguments, prints, and maps outcomes to exit codes (0 ok, 1 invalid/failed, 2 usage).
 
+mod arg_parse;
 mod cli;
 mod cmd;
 mod progress;

@@ -99,10 +99,15 @@ fn run_cli(d: &Daemon, store: &std::path::Path, net: &TestNet, c: Cli) {
     args[at] = "lockfiles/cpu-agents.lock".into();
     let at = args.iter().position(|a| a == "--store").unwrap();
     args[at + 1] = store.display().to_string();
+    // The key is the run's: given from a file by the submitter, never the runner's
+    // environment. A runner whose own environment holds another value passes it on nowhere.
+    let key_file = d.dir.path().join(format!("{name}.key"));
+    std::fs::write(&key_file, format!("{}\n", c.key)).unwrap();
     let o = arenactl()
         .args(&args)
-        .args(["--tasks", PREFIX_SUM, "--json"])
-        .env(c.key_var, c.key)
+        .args(["--tasks", PREFIX_SUM, "--json", "--secret"])
+        .arg(format!("{}={}", c.key_var, key_file.display()))
+        .env(c.key_var, "sk-the-runners-own-environment")
         .env(
             c.url_var,
             format!("http://{}:{}{}", net.addr(), c.port, c.url_path),

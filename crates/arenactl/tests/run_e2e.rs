@@ -73,7 +73,11 @@ fn three_scripted_agents_and_drift_refusal() {
         // trusted evaluator, 2 rounds of a self-reported harness.
         let case = &r["candidate"]["performance"][0];
         let pairs = case["pairs_ms"].as_array().map_or(0, Vec::len);
-        let want = if r["trust"] == "trusted" { 3 } else { 2 };
+        let want = if r["trust"] == "trusted" {
+            CHEAP_TRUSTED_PAIRS
+        } else {
+            CHEAP_PERF_PAIRS
+        };
         assert_eq!(pairs, want, "{case}");
     }
     let run: Value =

@@ -66,6 +66,13 @@ impl Engine {
         }
         let tasks = load_tasks(&lock_path, &lock, std::slice::from_ref(&item.task_id))?;
         let agent = Agent::resolve(&req.agent, &self.agent_dirs)?;
+        if !agent.secrets.is_empty() {
+            return Err(RunnerError::invalid(
+                agent.file.display(),
+                "secrets",
+                "a scheduler's job carries no secret (it would lie on disk for the job to                  read); run an agent that needs one with the local backend or a runner",
+            ));
+        }
         if agent.digest != record.agent_digest {
             return Err(RunnerError::drift(
                 &item.task_id,
@@ -154,6 +161,9 @@ impl Engine {
                 tasks,
                 hidden,
                 env: std::env::vars().collect(),
+                // A job carries no secret (it would be on disk for the scheduler): an agent
+                // that needs one is refused before this (exec_item's check).
+                secrets: arena_run::Secrets::default(),
             },
             events.clone(),
             cancel,

@@ -108,6 +108,7 @@ struct ContextParts {
     tasks: BTreeMap<String, Task>,
     hidden: Option<HiddenSet>,
     env: HashMap<String, String>,
+    secrets: arena_run::Secrets,
 }
 
 impl Engine {
@@ -235,6 +236,7 @@ impl Engine {
             events,
             cancel,
             env: parts.env,
+            secrets: parts.secrets,
             hidden: parts.hidden,
             attempt: crate::task_run::new_attempt(),
             resources: self.resources.clone(),

@@ -145,6 +145,7 @@ impl Engine {
             tasks,
             hidden,
             env: std::env::vars().collect(),
+            secrets: req.secrets.clone(),
         };
         let work = if req.probe { Work::Probe } else { Work::Full };
         self.launch(h.clone(), parts, todo, work);

@@ -127,6 +127,8 @@ impl Engine {
             tasks,
             hidden: Some(hidden),
             env: HashMap::new(),
+            // No agent runs in an unseen evaluation.
+            secrets: arena_run::Secrets::default(),
         };
         self.launch(h.clone(), parts, todo, Work::UnseenOnly);
         Ok((h, done))

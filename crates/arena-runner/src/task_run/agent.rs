@@ -116,6 +116,7 @@ impl TaskRun<'_> {
         );
         let mut envs = env;
         envs.extend(ctx.agent.environment(|k| ctx.env.get(k).cloned()));
+        envs.extend(ctx.secrets.environment());
         envs.push(format!("ARENA_TASK_ID={}", task.id));
         envs.push(format!("ARENA_PROMPT_FILE={PROMPT_FILE}"));
         envs.push(format!("ARENA_WORKSPACE={WORKSPACE}"));

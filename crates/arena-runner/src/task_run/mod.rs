@@ -76,6 +76,8 @@ pub struct RunContext {
     pub cancel: watch::Receiver<bool>,
     /// The environment agent `env_passthrough` entries are read from.
     pub env: HashMap<String, String>,
+    /// The values of the agent's `secrets`, for its container only (arena_run::secrets).
+    pub secrets: arena_run::Secrets,
     /// The sealed hidden set of unseen configurations, if the run has one.
     pub hidden: Option<HiddenSet>,
     /// This runner start's part of container names ([`new_attempt`]).

@@ -3,7 +3,10 @@
 //! (run_follow.rs: progress bars, then the aggregate table). Ctrl-C cancels the run cleanly;
 //! the same command again resumes it.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+
+use anyhow::Context;
 
 use arena_proto::v1::{EvaluateUnseenRequest, SubmitRunRequest};
 
@@ -63,6 +66,24 @@ pub(super) fn runner_path(runner: &Option<String>, p: &Path) -> anyhow::Result<S
     }
 }
 
+/// `--secret` values, each read from its file here (by the submitter, never the runner).
+fn read_secrets(given: &[(String, PathBuf)]) -> anyhow::Result<HashMap<String, String>> {
+    let mut out = HashMap::new();
+    for (name, file) in given {
+        let text = std::fs::read_to_string(file)
+            .with_context(|| format!("--secret {name}: reading {}", file.display()))?;
+        let value = text
+            .strip_suffix('\n')
+            .map(|v| v.strip_suffix('\r').unwrap_or(v))
+            .unwrap_or(&text);
+        anyhow::ensure!(
+            out.insert(name.clone(), value.to_string()).is_none(),
+            "--secret {name}: given twice"
+        );
+    }
+    Ok(out)
+}
+
 async fn run_async(args: RunArgs) -> anyhow::Result<Outcome> {
     anyhow::ensure!(
         args.bundle.is_none(),
@@ -93,6 +114,7 @@ async fn run_async(args: RunArgs) -> anyhow::Result<Outcome> {
             memory_bytes: args.memory.unwrap_or(0),
             perf_pairs: args.perf_pairs,
             trusted_pairs: args.trusted_pairs,
+            secrets: read_secrets(&args.secrets)?,
             probe_unseen: false,
         })
         .await

@@ -20,6 +20,10 @@ pub fn run(args: RunArgs) -> anyhow::Result<Outcome> {
         args.runner.is_none(),
         "--runner and --backend slurm exclude each other: Slurm jobs run the runner on their nodes"
     );
+    anyhow::ensure!(
+        args.secrets.is_empty(),
+        "--secret and --backend slurm exclude each other: a job would find its secret on disk"
+    );
     let out = absolute(&args.out.clone().unwrap_or_else(|| default_out(&args)));
     let agent = if Path::new(&args.agent).is_file() {
         absolute(Path::new(&args.agent)).display().to_string()
@@ -37,6 +41,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<Outcome> {
             memory: args.memory,
             perf_pairs: args.perf_pairs,
             trusted_pairs: args.trusted_pairs,
+            secrets: Default::default(),
             probe: false,
         },
         agents_dir: absolute(&args.local.agents_dir),

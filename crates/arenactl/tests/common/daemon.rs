@@ -81,6 +81,9 @@ pub fn store() -> &'static Path {
 /// reads as it does with the defaults; the tests of the timing's own precision use
 /// [`Daemon::run_args_timed`].
 pub const CHEAP_TIMING: [&str; 4] = ["--trusted-pairs", "3", "--perf-pairs", "2"];
+/// [`CHEAP_TIMING`]'s numbers, for the tests that count what they give.
+pub const CHEAP_TRUSTED_PAIRS: usize = 3;
+pub const CHEAP_PERF_PAIRS: usize = 2;
 
 /// A private containerd, stopped when dropped.
 pub struct Daemon {

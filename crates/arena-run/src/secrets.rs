@@ -1,0 +1,175 @@
+//! Values that belong to a run's submitter, not to the machine that runs it: the API keys of
+//! agents that call a model (issue 39). An agent file names them (`secrets = ["NAME"]`); the
+//! submitter gives each value with the run (`arenactl run --secret NAME=FILE`, or
+//! `SubmitRunRequest.secrets`), never the runner's environment, which every submitter of a
+//! shared runner would share. A value is held in memory for the run and put in the agent's
+//! container's environment only: it is written to no file of the run (not run.json, so a
+//! resumed run is given it again), no log, no event, no result, and no other container. The
+//! agent, and any code it runs, can read its own key.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use crate::agent::Agent;
+use crate::error::{Result, RunError};
+
+/// The most bytes of one value (an API key is well under this).
+pub const MAX_VALUE_BYTES: usize = 64 << 10;
+
+/// Values by name. Its `Debug` names the names only.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct Secrets(BTreeMap<String, String>);
+
+impl fmt::Debug for Secrets {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("Secrets")
+            .field(&self.0.keys().collect::<Vec<_>>())
+            .finish()
+    }
+}
+
+/// An environment variable's name: a letter or `_`, then letters, digits and `_`.
+pub fn check_name(name: &str) -> std::result::Result<(), String> {
+    let mut chars = name.chars();
+    let first = chars.next().ok_or("is empty")?;
+    if !(first.is_ascii_alphabetic() || first == '_')
+        || !chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+    {
+        return Err(format!(
+            "`{}` is not a variable name (a letter or _, then letters, digits and _)",
+            name.escape_debug()
+        ));
+    }
+    Ok(())
+}
+
+impl Secrets {
+    /// Checks every name and value (`from` names where they came from, for the error).
+    pub fn new(values: BTreeMap<String, String>, from: &str) -> Result<Secrets> {
+        for (name, value) in &values {
+            check_name(name).map_err(|why| RunError::invalid(from, "secrets", why))?;
+            if value.is_empty() || value.len() > MAX_VALUE_BYTES || value.contains('\0') {
+                return Err(RunError::invalid(
+                    from,
+                    "secrets",
+                    format!(
+                        "{name}: its value must be 1 to {MAX_VALUE_BYTES} bytes with no NUL \
+                         ({} bytes given)",
+                        value.len()
+                    ),
+                ));
+            }
+        }
+        Ok(Secrets(values))
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Refuses values `agent` does not ask for (a key sent to the wrong agent stays with its
+    /// owner) and names the ones it asks for and lacks.
+    pub fn check_for(&self, agent: &Agent) -> Result<()> {
+        if let Some(extra) = self.0.keys().find(|k| !agent.secrets.contains(k)) {
+            return Err(RunError::invalid(
+                "request",
+                "secrets",
+                format!(
+                    "{extra}: agent `{}` ({}) asks for no such secret (its `secrets`: {:?})",
+                    agent.name,
+                    agent.file.display(),
+                    agent.secrets
+                ),
+            ));
+        }
+        let missing: Vec<&String> = agent
+            .secrets
+            .iter()
+            .filter(|n| !self.0.contains_key(*n))
+            .collect();
+        if !missing.is_empty() {
+            return Err(RunError::invalid(
+                agent.file.display(),
+                "secrets",
+                format!(
+                    "{missing:?}: the agent needs these from whoever starts the run \
+                     (`arenactl run --secret NAME=FILE`); a resumed run is given them again"
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// `NAME=value` entries for the agent's container.
+    pub fn environment(&self) -> Vec<String> {
+        self.0.iter().map(|(k, v)| format!("{k}={v}")).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn agent(secrets: &[&str]) -> Agent {
+        let mut a = Agent::recorded("a", "sha256:0");
+        a.secrets = secrets.iter().map(|s| s.to_string()).collect();
+        a
+    }
+
+    fn of(pairs: &[(&str, &str)]) -> Result<Secrets> {
+        let m = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        Secrets::new(m, "request")
+    }
+
+    #[test]
+    fn values_are_kept_out_of_debug_output() {
+        let s = of(&[("API_KEY", "sk-canary")]).unwrap();
+        let shown = format!("{s:?}");
+        assert!(
+            shown.contains("API_KEY") && !shown.contains("sk-canary"),
+            "{shown}"
+        );
+        assert_eq!(s.environment(), ["API_KEY=sk-canary"]);
+    }
+
+    #[test]
+    fn bad_names_and_values_are_refused_naming_the_field() {
+        for pairs in [
+            vec![("1KEY", "x")],
+            vec![("A-B", "x")],
+            vec![("", "x")],
+            vec![("KEY", "")],
+            vec![("KEY", "a\0b")],
+        ] {
+            let e = of(&pairs).unwrap_err().to_string();
+            assert!(e.contains("request: secrets:"), "{e}");
+            assert!(!e.contains("a\0b"), "{e}");
+        }
+        let big = "k".repeat(MAX_VALUE_BYTES + 1);
+        assert!(of(&[("KEY", &big)]).is_err());
+    }
+
+    #[test]
+    fn the_agent_gets_exactly_the_secrets_it_names() {
+        let a = agent(&["API_KEY"]);
+        of(&[("API_KEY", "v")]).unwrap().check_for(&a).unwrap();
+        let missing = Secrets::default().check_for(&a).unwrap_err().to_string();
+        assert!(
+            missing.contains("API_KEY") && missing.contains("--secret"),
+            "{missing}"
+        );
+        let extra = of(&[("API_KEY", "v"), ("OTHER", "sk-other")])
+            .unwrap()
+            .check_for(&a)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            extra.contains("OTHER") && !extra.contains("sk-other"),
+            "{extra}"
+        );
+        Secrets::default().check_for(&agent(&[])).unwrap();
+    }
+}
