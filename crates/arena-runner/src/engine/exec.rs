@@ -70,7 +70,8 @@ impl Engine {
             return Err(RunnerError::invalid(
                 agent.file.display(),
                 "secrets",
-                "a scheduler's job carries no secret (it would lie on disk for the job to                  read); run an agent that needs one with the local backend or a runner",
+                "a scheduler's job carries no secret (it would lie on disk for the job to \
+                 read); run an agent that needs one with the local backend or a runner",
             ));
         }
         if agent.digest != record.agent_digest {
