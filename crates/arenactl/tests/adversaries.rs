@@ -7,7 +7,7 @@
 mod common;
 
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use common::daemon::*;
@@ -495,15 +495,4 @@ fn gc_alone_does_not_touch_what_a_live_run_holds() {
     let st = child.wait().unwrap();
     assert!(st.success());
     let _ = Path::new(&out);
-}
-
-/// Whether containerd runs an agent container's task (asked with its own `ctr`).
-fn agent_task_running(socket: &str) -> bool {
-    let o = Command::new("ctr")
-        .args(["--address", socket, "--namespace", "arena", "tasks", "ls"])
-        .output()
-        .unwrap();
-    String::from_utf8_lossy(&o.stdout)
-        .lines()
-        .any(|l| l.contains("-agent ") && l.contains("RUNNING"))
 }

@@ -187,7 +187,7 @@ fn a_client_killed_at_every_point_and_a_containerd_restart_lose_nothing() {
         .spawn()
         .unwrap();
     let t0 = Instant::now();
-    while !agent_running(&d.socket) {
+    while !agent_task_running(&d.socket) {
         assert!(
             t0.elapsed() < Duration::from_secs(120),
             "the agent never ran"
@@ -205,14 +205,4 @@ fn a_client_killed_at_every_point_and_a_containerd_restart_lose_nothing() {
     assert!(o.status.success(), "{}", show(&o));
     assert_complete(&out);
     assert_nothing_left(&d, &out);
-}
-
-fn agent_running(socket: &str) -> bool {
-    let o = Command::new("ctr")
-        .args(["--address", socket, "--namespace", "arena", "tasks", "ls"])
-        .output()
-        .unwrap();
-    String::from_utf8_lossy(&o.stdout)
-        .lines()
-        .any(|l| l.contains("-agent ") && l.contains("RUNNING"))
 }

@@ -77,7 +77,7 @@ pub fn store() -> &'static Path {
 
 /// The timing of the runs of tests that check what a run does, not how precisely it times:
 /// 3 pairs (3 sessions) in the trusted evaluator and 2 rounds of a self-reported harness, a
-/// third of a default run's evaluation time. A kernel made 2× faster or an attack still
+/// third to a half of a default run's evaluation time. A kernel made 2× faster or an attack still
 /// reads as it does with the defaults; the tests of the timing's own precision use
 /// [`Daemon::run_args_timed`].
 pub const CHEAP_TIMING: [&str; 4] = ["--trusted-pairs", "3", "--perf-pairs", "2"];
@@ -318,4 +318,15 @@ pub fn phase_logs(out: &Path, task: &str, phase: &str) -> String {
         }
     }
     text
+}
+
+/// Whether an agent's container of arena's namespace is running (ctr's view of its task).
+pub fn agent_task_running(socket: &str) -> bool {
+    let o = Command::new("ctr")
+        .args(["--address", socket, "--namespace", "arena", "tasks", "ls"])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .any(|l| l.contains("-agent ") && l.contains("RUNNING"))
 }
