@@ -211,7 +211,8 @@ pub fn plan(req: &RunRequest, agent_dirs: &[PathBuf]) -> Result<Plan> {
         Agent::resolve(&req.agent, agent_dirs)?
     };
     if !req.probe {
-        req.secrets.check_for(&agent)?;
+        req.secrets
+            .check_for(&agent.name, &agent.file, &agent.secrets)?;
     }
     if let AgentImage::Locked(name) = &agent.image {
         if !lock.images.iter().any(|r| &r.name == name) {

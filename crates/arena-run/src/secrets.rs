@@ -9,8 +9,8 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::path::Path;
 
-use crate::agent::Agent;
 use crate::error::{Result, RunError};
 
 /// The most bytes of one value (an API key is well under this).
@@ -67,29 +67,24 @@ impl Secrets {
         self.0.is_empty()
     }
 
-    /// Refuses values `agent` does not ask for (a key sent to the wrong agent stays with its
-    /// owner) and names the ones it asks for and lacks.
-    pub fn check_for(&self, agent: &Agent) -> Result<()> {
-        if let Some(extra) = self.0.keys().find(|k| !agent.secrets.contains(k)) {
+    /// Refuses values the agent (`name`, from `file`) does not ask for in `wanted` (a key sent
+    /// to the wrong agent stays with its owner) and names the ones it asks for and lacks.
+    pub fn check_for(&self, name: &str, file: &Path, wanted: &[String]) -> Result<()> {
+        if let Some(extra) = self.0.keys().find(|k| !wanted.contains(k)) {
             return Err(RunError::invalid(
                 "request",
                 "secrets",
                 format!(
-                    "{extra}: agent `{}` ({}) asks for no such secret (its `secrets`: {:?})",
-                    agent.name,
-                    agent.file.display(),
-                    agent.secrets
+                    "{extra}: agent `{name}` ({}) asks for no such secret (its `secrets`: \
+                     {wanted:?})",
+                    file.display(),
                 ),
             ));
         }
-        let missing: Vec<&String> = agent
-            .secrets
-            .iter()
-            .filter(|n| !self.0.contains_key(*n))
-            .collect();
+        let missing: Vec<&String> = wanted.iter().filter(|n| !self.0.contains_key(*n)).collect();
         if !missing.is_empty() {
             return Err(RunError::invalid(
-                agent.file.display(),
+                file.display(),
                 "secrets",
                 format!(
                     "{missing:?}: the agent needs these from whoever starts the run \
@@ -110,10 +105,10 @@ impl Secrets {
 mod tests {
     use super::*;
 
-    fn agent(secrets: &[&str]) -> Agent {
-        let mut a = Agent::recorded("a", "sha256:0");
-        a.secrets = secrets.iter().map(|s| s.to_string()).collect();
-        a
+    /// The check for an agent `a` that asks for `secrets`.
+    fn check(given: &Secrets, secrets: &[&str]) -> Result<()> {
+        let wanted: Vec<String> = secrets.iter().map(|s| s.to_string()).collect();
+        given.check_for("a", Path::new("agents/a.toml"), &wanted)
     }
 
     fn of(pairs: &[(&str, &str)]) -> Result<Secrets> {
@@ -154,22 +149,20 @@ mod tests {
 
     #[test]
     fn the_agent_gets_exactly_the_secrets_it_names() {
-        let a = agent(&["API_KEY"]);
-        of(&[("API_KEY", "v")]).unwrap().check_for(&a).unwrap();
-        let missing = Secrets::default().check_for(&a).unwrap_err().to_string();
+        check(&of(&[("API_KEY", "v")]).unwrap(), &["API_KEY"]).unwrap();
+        let missing = check(&Secrets::default(), &["API_KEY"])
+            .unwrap_err()
+            .to_string();
         assert!(
             missing.contains("API_KEY") && missing.contains("--secret"),
             "{missing}"
         );
-        let extra = of(&[("API_KEY", "v"), ("OTHER", "sk-other")])
-            .unwrap()
-            .check_for(&a)
-            .unwrap_err()
-            .to_string();
+        let given = of(&[("API_KEY", "v"), ("OTHER", "sk-other")]).unwrap();
+        let extra = check(&given, &["API_KEY"]).unwrap_err().to_string();
         assert!(
             extra.contains("OTHER") && !extra.contains("sk-other"),
             "{extra}"
         );
-        Secrets::default().check_for(&agent(&[])).unwrap();
+        check(&Secrets::default(), &[]).unwrap();
     }
 }
