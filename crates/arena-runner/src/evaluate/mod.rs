@@ -12,6 +12,8 @@ mod catalog;
 mod pool;
 mod result;
 #[cfg(test)]
+mod test_double;
+#[cfg(test)]
 mod tests;
 mod warm;
 
