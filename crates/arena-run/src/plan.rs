@@ -165,6 +165,19 @@ pub const MAX_PERF_PAIRS: u32 = 100;
 /// configuration (at least one: a time is a pair's).
 pub const MAX_TRUSTED_PAIRS: u32 = 100;
 
+/// Refuses a number of trusted pairs outside 1 to [`MAX_TRUSTED_PAIRS`] (a run's or an
+/// Evaluate request's).
+pub fn check_trusted_pairs(pairs: Option<u32>) -> Result<()> {
+    match pairs {
+        Some(p) if p == 0 || p > MAX_TRUSTED_PAIRS => Err(RunError::invalid(
+            "request",
+            "trusted_pairs",
+            format!("must be 1 to {MAX_TRUSTED_PAIRS}, not {p}"),
+        )),
+        _ => Ok(()),
+    }
+}
+
 /// Checks a request and computes its record; refuses a directory holding another run. A
 /// directory holding this run keeps its run id (a resume).
 pub fn plan(req: &RunRequest, agent_dirs: &[PathBuf]) -> Result<Plan> {
@@ -182,16 +195,7 @@ pub fn plan(req: &RunRequest, agent_dirs: &[PathBuf]) -> Result<Plan> {
             format!("must be at most {MAX_PERF_PAIRS}"),
         ));
     }
-    if req
-        .trusted_pairs
-        .is_some_and(|p| p == 0 || p > MAX_TRUSTED_PAIRS)
-    {
-        return Err(RunError::invalid(
-            "request",
-            "trusted_pairs",
-            format!("must be 1 to {MAX_TRUSTED_PAIRS}"),
-        ));
-    }
+    check_trusted_pairs(req.trusted_pairs)?;
     if req.image_lock.is_dir() {
         return Err(RunError::invalid(
             "request",

@@ -121,7 +121,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
         .map_err(|e| RunError::io(path, e))?;
     // The crash tests' point between a complete temporary file and its rename.
     if let Some(name) = path.file_name().and_then(|n| n.to_str()) {
-        crate::crash::point(&format!("write:{name}"));
+        crate::crash::point("write", name);
     }
     tmp.persist(path).map_err(|e| RunError::io(path, e.error))?;
     if let Ok(d) = std::fs::File::open(dir) {

@@ -196,14 +196,8 @@ impl Evaluator {
     /// Evaluates one request.
     pub async fn evaluate(&self, req: EvalRequest) -> Result<EvalReply, EvalError> {
         let t0 = Instant::now();
-        if let Some(p) = req.trusted_pairs {
-            if p == 0 || p > arena_run::plan::MAX_TRUSTED_PAIRS {
-                return Err(EvalError::Invalid(format!(
-                    "trusted_pairs: must be 1 to {}, not {p}",
-                    arena_run::plan::MAX_TRUSTED_PAIRS
-                )));
-            }
-        }
+        arena_run::plan::check_trusted_pairs(req.trusted_pairs)
+            .map_err(|e| EvalError::Invalid(e.to_string()))?;
         let task = self.catalog.task(&req.image_lock, &req.task)?;
         let timeout = req.timeout.unwrap_or_else(|| {
             Duration::from_secs(2 * GateTimeouts::for_task(&task.task.config).total())

@@ -200,7 +200,7 @@ impl RunContext {
                 "container ended"
             )
         });
-        arena_run::crash::point(&format!("ended:{phase}"));
+        arena_run::crash::point("ended", &phase.to_string());
         if out.cancelled {
             return Err(RunnerError::Cancelled);
         }
