@@ -114,6 +114,7 @@ files!(
     "memory_blame.py",
     "samples.py",
     "serve.py",
+    "simulated.py",
     "tensors.py",
     "wire.py",
     "zygote.py",

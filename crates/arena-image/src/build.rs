@@ -23,6 +23,7 @@ use crate::record::{ImageRecord, LayerRecord};
 use crate::store::{Store, MEDIA_TYPE_CONFIG};
 
 mod collect;
+mod computed;
 mod derivation;
 use collect::collect;
 pub use collect::deb_file_name;
@@ -102,6 +103,13 @@ pub enum ResolvedLayer {
     Bytecode {
         interpreter: String,
         paths: Vec<String>,
+    },
+    /// Made by `command` in the root of `builder` (build/computed.rs).
+    Build {
+        builder: Box<ImageSpec>,
+        sources: PathBuf,
+        command: Vec<String>,
+        outputs: Vec<String>,
     },
 }
 
@@ -215,6 +223,19 @@ impl ImageSpec {
                 LayerSpec::Bytecode { interpreter, paths } => ResolvedLayer::Bytecode {
                     interpreter: interpreter.clone(),
                     paths: paths.clone(),
+                },
+                LayerSpec::Build {
+                    builder,
+                    sources,
+                    command,
+                    outputs,
+                } => ResolvedLayer::Build {
+                    builder: Box::new(computed::builder_spec(
+                        &r.resolve_path(&f("builder"), builder)?,
+                    )?),
+                    sources: r.resolve_path(&f("sources"), sources)?,
+                    command: command.clone(),
+                    outputs: outputs.clone(),
                 },
                 LayerSpec::Installed {
                     site_packages,
@@ -359,37 +380,23 @@ pub fn build(ctx: &BuildContext, spec: &ImageSpec) -> Result<(ImageRecord, bool)
         return Ok((rec, false));
     }
     let mut layers = base.layers.clone();
+    let mut scratch_roots = Vec::new();
     for l in &spec.layers {
         let tree = match l {
             ResolvedLayer::Bytecode { interpreter, paths } => {
-                ctx.progress
-                    .phase(&format!("compiling bytecode of {}", spec.name), None);
-                let scratch = tempfile::Builder::new()
-                    .prefix("bytecode-")
-                    .tempdir_in(ctx.store.root().join("tmp"))
-                    .map_err(|e| ImageError::io(ctx.store.root().join("tmp"), e))?;
-                crate::layer::bytecode::unpack_layers(ctx.store, &layers, scratch.path())?;
-                let tree = crate::layer::bytecode::compile(scratch.path(), interpreter, paths);
-                ctx.progress.finish_phase();
-                let (mut tree, uncompiled) = tree?;
-                if !uncompiled.is_empty() {
-                    let shown: Vec<&str> = uncompiled.iter().take(3).map(|s| s.as_str()).collect();
-                    let more = uncompiled.len().saturating_sub(shown.len());
-                    let msg = format!(
-                        "{}: {} file(s) do not compile and get no bytecode: {}{}",
-                        spec.name,
-                        uncompiled.len(),
-                        shown.join(", "),
-                        if more > 0 {
-                            format!(" and {more} more")
-                        } else {
-                            String::new()
-                        }
-                    );
-                    tracing::warn!("{msg}");
-                    ctx.progress.note(&msg);
-                }
-                tree.add_parents();
+                computed::bytecode(ctx, &spec.name, &layers, interpreter, paths)?
+            }
+            ResolvedLayer::Build {
+                builder,
+                sources,
+                command,
+                outputs,
+            } => {
+                let (tree, root) = computed::build_output(
+                    ctx, &spec.name, builder, sources, command, outputs, spec.mtime,
+                )?;
+                // The tree names files in the scratch root, read when the layer is written.
+                scratch_roots.push(root);
                 tree
             }
             other => collect(ctx, other)?,

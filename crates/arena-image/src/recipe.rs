@@ -157,6 +157,15 @@ pub enum LayerSpec {
         interpreter: String,
         paths: Vec<String>,
     },
+    /// Files a command makes at build time in another image's root (`builder`, a recipe of its
+    /// own, built first and not part of this image), with `sources` at /src (read-only), no
+    /// network and a fixed clock (layer/build_step). The files under `outputs` form the layer.
+    Build {
+        builder: String,
+        sources: String,
+        command: Vec<String>,
+        outputs: Vec<String>,
+    },
     /// Distributions installed in a Python environment on this host, taken by their RECORD
     /// files (every file checked against its recorded sha256; layer/installed).
     Installed {
@@ -397,6 +406,11 @@ impl LoadedRecipe {
                         }
                     }
                 }
+                LayerSpec::Build {
+                    command, outputs, ..
+                } => crate::layer::build_step::check_spec(command, outputs).map_err(
+                    |(field, why)| self.field_error(&format!("layer[{i}].{field}"), why),
+                )?,
                 LayerSpec::Installed {
                     target,
                     distributions,

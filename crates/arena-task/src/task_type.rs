@@ -18,6 +18,9 @@ pub const KNOWN_TASK_TYPES: &[&str] = &[
     "kernelbench",
     // arena's own: pure-Python kernels timed on the CPU, so the pipeline runs without a GPU.
     "python2python",
+    // arena's own, KernelCraft-style: C kernels for a RISC-V core, timed in simulated cycles
+    // (images/rv32sim.toml; docs/simulated-tasks.md).
+    "c2rv32",
 ];
 
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -31,7 +34,7 @@ impl TaskType {
 
     /// Whether the harness of this type needs a GPU to run.
     pub fn needs_gpu(&self) -> bool {
-        self.0 != "python2python"
+        !matches!(self.0.as_str(), "python2python" | "c2rv32")
     }
 
     pub fn as_str(&self) -> &str {

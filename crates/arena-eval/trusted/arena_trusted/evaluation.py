@@ -19,6 +19,7 @@ from deadline import Deadline  # noqa: E402
 from kernel import Kernel, KernelFailed  # noqa: E402
 from measure import Session, out_of_memory  # noqa: E402
 import memory_blame  # noqa: E402
+import simulated  # noqa: E402
 from zygote import Zygote  # noqa: E402
 
 
@@ -411,7 +412,10 @@ def evaluate_into(job, harness, data, configs, hidden, roles, out, record, zygot
     happened."""
     gates = open(os.path.join(out, "gates"), "w", buffering=1)
     try:
-        run_gates(job, harness, data, configs, hidden, roles, out, gates, record, zygote, kept)
+        if simulated.wanted(harness):
+            simulated.run_gates(job, harness, configs, hidden, roles, out, gates, record, write_json)
+        else:
+            run_gates(job, harness, data, configs, hidden, roles, out, gates, record, zygote, kept)
     except (KernelFailed, Deadline) as e:
         record["error"] = str(e)
         gates.write("setup 96\n")

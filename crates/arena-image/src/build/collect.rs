@@ -171,10 +171,10 @@ pub(super) fn collect(ctx: &BuildContext, layer: &ResolvedLayer) -> Result<Layer
                 )?;
             }
         }
-        ResolvedLayer::Bytecode { .. } => {
+        ResolvedLayer::Bytecode { .. } | ResolvedLayer::Build { .. } => {
             return Err(ImageError::invalid(
-                "bytecode layer",
-                "compiled from the layers below while the image is built, not collected",
+                "bytecode or build layer",
+                "computed while the image is built (build/computed.rs), not collected",
             ))
         }
         ResolvedLayer::Installed {

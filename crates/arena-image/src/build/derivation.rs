@@ -40,6 +40,28 @@ fn layer_input(ctx: &BuildContext, layer: &ResolvedLayer) -> Result<serde_json::
         ResolvedLayer::Bytecode { interpreter, paths } => serde_json::json!({
             "kind": "bytecode", "interpreter": interpreter, "paths": paths,
         }),
+        // The builder by its own derivation (its inputs, not its bytes: a builder unchanged
+        // is not rebuilt), the sources by their content.
+        ResolvedLayer::Build {
+            builder,
+            sources,
+            command,
+            outputs,
+        } => {
+            let (builder_drv, _) = derivation(ctx, builder)?;
+            let tree = collect(
+                ctx,
+                &ResolvedLayer::Directory {
+                    path: sources.clone(),
+                    target: "/src".into(),
+                    owner: (0, 0),
+                },
+            )?;
+            serde_json::json!({
+                "kind": "build", "builder": builder_drv, "sources": tree_digest(&tree, &ctx.hashes)?,
+                "command": command, "outputs": outputs,
+            })
+        }
         ResolvedLayer::Wheels {
             site_packages,
             prefix,

@@ -8,6 +8,7 @@
 //! inside archives (tarballs, packages) are content and kept (permission bits only).
 
 pub mod archive;
+pub mod build_step;
 pub mod bytecode;
 pub mod deb;
 pub mod installed;
