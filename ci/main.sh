@@ -6,7 +6,8 @@
 # (default /run/containerd/containerd.sock); seal a hidden unseen-configuration set; run the
 # sample tasks with the scripted agent that installs the reference solutions, through
 # `arenactl run --image-lock` (baseline, agent and evaluator containers, unseen evaluations);
-# print the aggregate and generalization tables. Runs as root (containerd).
+# the same for the simulated c2rv32 tasks (lockfiles/rv32.lock); print the aggregate and
+# generalization tables. Runs as root (containerd).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash ci/setup.sh
@@ -44,6 +45,16 @@ echo "== run: CPU sample tasks, scripted agent ci/agents/optimize.toml"
 $arenactl run --image-lock lockfiles/cpu.lock --agent ci/agents/optimize.toml \
   --gpus cpu:1 --containerd "$sock" --unseen "$hidden" --out runs/cpu-ci-optimize
 
+echo "== run: simulated tasks (c2rv32: C kernels for PicoRV32 under Verilator, timed in cycles)"
+# The rv32sim image builds its simulator with Verilator from the vendored core (about 20 s);
+# `image verify` rebuilds it and checks every digest lockfiles/rv32.lock pins.
+bash ci/fetch-debs.sh images/rv32sim.toml "$ARENA_DEB_DIR"
+bash ci/fetch-debs.sh images/rv32sim-builder.toml "$ARENA_DEB_DIR"
+$arenactl image verify --image-lock lockfiles/rv32.lock
+$arenactl run --image-lock lockfiles/rv32.lock --agent ci/agents/optimize.toml \
+  --gpus cpu:1 --containerd "$sock" --unseen "$hidden" --out runs/rv32-ci-optimize
+
 echo "== report"
 # One self-contained page (tables, plots, every task run); open it in any browser, offline.
 $arenactl report runs/cpu-ci-optimize
+$arenactl report runs/rv32-ci-optimize
