@@ -36,8 +36,9 @@ pub const OUTPUT: &str = "output";
 /// Keys of a case that only arena writes (its pairing and its reading of the report): a
 /// harness's report that holds them has them dropped, or a harness could hand the scorer its
 /// own "paired" baseline. Arena's trusted evaluator writes them ([`Writer::Arena`]).
-pub const ARENA_KEYS: [&str; 11] = [
+pub const ARENA_KEYS: [&str; 12] = [
     "baseline_ms",
+    "baseline_cycles",
     "pairs_ms",
     "compiled_ms",
     "compiled_pairs_ms",

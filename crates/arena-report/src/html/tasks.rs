@@ -11,15 +11,24 @@ use crate::generalization::task_generalization;
 use crate::score::paired_baseline;
 use crate::{Report, TaskResult};
 
+/// A case's simulated cycles (`cycles`, or the original's `baseline_cycles`), where a
+/// simulated task's evaluator measured them (docs/simulated-tasks.md).
+fn cycles(c: &PerfCase, key: &str) -> Option<f64> {
+    c.extra.get(key).and_then(|v| v.as_f64())
+}
+
 /// `visible`: the cases of the task's own shapes, whose parameters may be shown; unseen
 /// configurations are named by index only, whatever a harness put into their records.
+/// Cases timed in simulated cycles show the cycles, not their nominal milliseconds.
 fn cases_table(title: &str, base: &[PerfCase], cand: &[PerfCase], visible: bool) -> String {
     if cand.is_empty() && base.is_empty() {
         return String::new();
     }
+    let simulated = !cand.is_empty() && cand.iter().all(|c| cycles(c, "cycles").is_some());
+    let unit = if simulated { "cycles" } else { "ms" };
     let mut out = format!(
         "<table class=\"cases\"><caption>{}</caption><tr><th>case</th><th>shape</th>\
-         <th>original ms</th><th>candidate ms</th><th>ratio</th><th>95% interval</th>\
+         <th>original {unit}</th><th>candidate {unit}</th><th>ratio</th><th>95% interval</th>\
          <th>pairs</th></tr>",
         esc(title)
     );
@@ -47,13 +56,24 @@ fn cases_table(title: &str, base: &[PerfCase], cand: &[PerfCase], visible: bool)
             .and_then(|_| crate::stats::speedup_interval(std::slice::from_ref(c)))
             .map(|(lo, hi)| format!("{lo:.3}–{hi:.3}"))
             .unwrap_or_default();
+        let (original, candidate) = if simulated {
+            (
+                num("original_cycles", cycles(c, "baseline_cycles"), 0),
+                num("candidate_cycles", cycles(c, "cycles"), 0),
+            )
+        } else {
+            (
+                num("original_ms", b, 4),
+                num("candidate_ms", Some(c.execution_time_ms), 4),
+            )
+        };
         let _ = write!(
             out,
             "<tr><td>{}</td><td><code>{}</code></td>{}{}{}<td>{}</td>{}</tr>",
             esc(&c.test_case_id),
             esc(&shape),
-            num("original_ms", b, 4),
-            num("candidate_ms", Some(c.execution_time_ms), 4),
+            original,
+            candidate,
             num("ratio", ratio, 3),
             interval,
             num("pairs", pairs.as_ref().map(|p| p.len() as f64), 0),

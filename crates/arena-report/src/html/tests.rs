@@ -242,3 +242,22 @@ fn task_runs_without_a_result_are_said_beside_the_table() {
     let json = serde_json::to_value(&report).unwrap();
     assert_eq!(json["unscored"][0]["repeat"], 1);
 }
+
+#[test]
+fn cases_timed_in_cycles_show_their_cycles() {
+    let mut results = fixture::run(1, 1, 1.0, 3).tasks;
+    let cand = &mut results[0].candidate.performance;
+    assert!(!cand.is_empty());
+    for c in cand.iter_mut() {
+        c.extra.insert("cycles".into(), serde_json::json!(11596));
+        c.extra
+            .insert("baseline_cycles".into(), serde_json::json!(22652));
+    }
+    let (_, html) = page(&results);
+    assert!(html.contains("<th>original cycles</th><th>candidate cycles</th>"));
+    assert!(html.contains("data-key=\"candidate_cycles\" data-value=\"11596\""));
+    assert!(html.contains("data-key=\"original_cycles\" data-value=\"22652\""));
+    // Other cases keep milliseconds.
+    let (_, plain) = page(&fixture::run(1, 1, 1.0, 3).tasks);
+    assert!(plain.contains("<th>original ms</th>") && !plain.contains("cycles</th>"));
+}
