@@ -203,5 +203,30 @@ fn simulated_tasks_build_reproducibly_score_by_cycles_and_resist_attacks() {
     for c in ffn["candidate"]["performance"].as_array().unwrap() {
         assert_eq!(cycles(c, "cycles"), cycles(c, "baseline_cycles"), "{c}");
     }
+
+    // The agent's side: in its container the task's own gates build and simulate the kernel
+    // (agents/scripted.toml runs a whole script: `&&`, `;`, redirections).
+    let out = tmp.join("gates");
+    let o = arenactl()
+        .args(["run", "--image-lock", "lockfiles/rv32.lock", "--agent", "agents/scripted.toml"])
+        .args(["--gpus", "cpu:1", "--containerd", &d.socket, "--store"])
+        .arg(&store)
+        .arg("--out")
+        .arg(&out)
+        .args(["--tasks", "c2rv32/kernelcraft/gemm_i8"])
+        .env(
+            "ARENA_AGENT_SCRIPT",
+            "cd /workspace && python3 scripts/task_runner.py compile && \
+             python3 scripts/task_runner.py correctness; python3 scripts/task_runner.py performance",
+        )
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", show(&o));
+    let kept = out.join("tasks/c2rv32__kernelcraft__gemm_i8/r0/workspace.kept/build");
+    let report: Value =
+        serde_json::from_slice(&std::fs::read(kept.join("performance_report.json")).unwrap())
+            .unwrap();
+    assert_eq!(cycles(&report[0], "cycles"), 22652, "{report}");
+    assert!(kept.join("correctness_report.json").is_file());
     assert!(empty(&d.leftovers()), "containers left behind");
 }

@@ -50,7 +50,7 @@ pub(super) fn bytecode(
     ctx.progress
         .phase(&format!("compiling bytecode of {name}"), None);
     let scratch = scratch(ctx, "bytecode-")?;
-    crate::layer::bytecode::unpack_layers(ctx.store, below, scratch.path())?;
+    crate::layer::unpack::unpack_layers(ctx.store, below, scratch.path())?;
     let tree = crate::layer::bytecode::compile(scratch.path(), interpreter, paths);
     ctx.progress.finish_phase();
     let (mut tree, uncompiled) = tree?;
@@ -93,7 +93,7 @@ pub(super) fn build_output(
         None,
     );
     let root = scratch(ctx, "build-")?;
-    let ran = crate::layer::bytecode::unpack_layers(ctx.store, &builder_rec.layers, root.path())
+    let ran = crate::layer::unpack::unpack_layers(ctx.store, &builder_rec.layers, root.path())
         .and_then(|_| {
             let log = log_path(ctx, name);
             crate::layer::build_step::run(root.path(), sources, command, mtime, &log)

@@ -11,42 +11,6 @@ use std::process::Command;
 
 use crate::error::{ImageError, Result};
 use crate::layer::tree::{EntryKind, LayerEntry, LayerTree};
-use crate::record::LayerRecord;
-use crate::store::Store;
-
-/// Unpacks `layers` (bottom first) from the store into `root`. They are the store's own
-/// verified blobs; whiteouts are applied by removing what they name.
-pub fn unpack_layers(store: &Store, layers: &[LayerRecord], root: &Path) -> Result<()> {
-    for l in layers {
-        let path = store.blob_path(&l.digest);
-        let f = std::fs::File::open(&path).map_err(|e| ImageError::io(&path, e))?;
-        let r = crate::compress::decompressing_reader(std::io::BufReader::new(f))
-            .map_err(|e| ImageError::io(&path, e))?;
-        let mut ar = tar::Archive::new(r);
-        ar.set_preserve_permissions(true);
-        ar.set_overwrite(true);
-        for entry in ar.entries().map_err(|e| ImageError::io(&path, e))? {
-            let mut entry = entry.map_err(|e| ImageError::io(&path, e))?;
-            let name = entry
-                .path()
-                .map_err(|e| ImageError::io(&path, e))?
-                .into_owned();
-            if let Some(file) = name.file_name().and_then(|n| n.to_str()) {
-                if let Some(gone) = file.strip_prefix(".wh.") {
-                    let target = root.join(name.with_file_name(gone));
-                    let _ =
-                        std::fs::remove_dir_all(&target).or_else(|_| std::fs::remove_file(&target));
-                    continue;
-                }
-            }
-            // `unpack_in` refuses entries that would land outside `root`.
-            entry
-                .unpack_in(root)
-                .map_err(|e| ImageError::io(root.join(&name), e))?;
-        }
-    }
-    Ok(())
-}
 
 /// The dynamic loader an x86-64 or aarch64 glibc userland keeps, inside `root`.
 fn loader(root: &Path) -> Option<PathBuf> {

@@ -14,6 +14,7 @@ pub mod deb;
 pub mod installed;
 pub mod sources;
 pub mod tree;
+pub mod unpack;
 pub mod wheel;
 pub mod write;
 
