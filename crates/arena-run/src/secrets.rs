@@ -5,7 +5,8 @@
 //! shared runner would share. A value is held in memory for the run and put in the agent's
 //! container's environment only: it is written to no file of the run (not run.json, so a
 //! resumed run is given it again), no log, no event, no result, and no other container. The
-//! agent, and any code it runs, can read its own key.
+//! agent, and any code it runs, can read its own key; what the agent prints or leaves in its
+//! workspace is redacted ([`Secrets::redact`]) once its container ends.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -99,11 +100,65 @@ impl Secrets {
     pub fn environment(&self) -> Vec<String> {
         self.0.iter().map(|(k, v)| format!("{k}={v}")).collect()
     }
+
+    /// `bytes` with every verbatim occurrence of a value replaced by `[redacted NAME]`, and the
+    /// names found; None where no value occurs. (Verbatim only: what an agent encodes on
+    /// purpose is not found. The agent can read its key; this keeps a CLI that logs its
+    /// configuration from leaving the key in the run directory.)
+    pub fn redact(&self, bytes: &[u8]) -> Option<(Vec<u8>, Vec<String>)> {
+        let mut out: Option<Vec<u8>> = None;
+        let mut found = Vec::new();
+        for (name, value) in &self.0 {
+            let cur = out.as_deref().unwrap_or(bytes);
+            let v = value.as_bytes();
+            let Some(first) = find(cur, v) else { continue };
+            let mark = format!("[redacted {name}]");
+            let mut next = Vec::with_capacity(cur.len());
+            next.extend_from_slice(&cur[..first]);
+            let mut rest = &cur[first..];
+            while let Some(at) = find(rest, v) {
+                next.extend_from_slice(&rest[..at]);
+                next.extend_from_slice(mark.as_bytes());
+                rest = &rest[at + v.len()..];
+            }
+            next.extend_from_slice(rest);
+            out = Some(next);
+            found.push(name.clone());
+        }
+        out.map(|o| (o, found))
+    }
+}
+
+/// Where `needle` (not empty) first occurs in `hay`.
+fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    hay.windows(needle.len()).position(|w| w == needle)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn redact_replaces_every_occurrence_of_every_value_by_its_name() {
+        let s = Secrets::new(
+            [
+                ("KEY".to_string(), "sk-123".to_string()),
+                ("B".to_string(), "xy".to_string()),
+            ]
+            .into_iter()
+            .collect(),
+            "test",
+        )
+        .unwrap();
+        let (out, names) = s.redact(b"a sk-123 b sk-123sk-123 xy").unwrap();
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "a [redacted KEY] b [redacted KEY][redacted KEY] [redacted B]"
+        );
+        assert_eq!(names, ["B", "KEY"]);
+        assert!(s.redact(b"sk-12 3 x y").is_none());
+        assert!(s.redact(b"").is_none());
+    }
 
     /// The check for an agent `a` that asks for `secrets`.
     fn check(given: &Secrets, secrets: &[&str]) -> Result<()> {

@@ -217,3 +217,49 @@ fn real_agent_clis_in_their_images_optimize_a_task_through_a_scripted_endpoint()
     );
     assert!(empty(&d.leftovers()));
 }
+
+/// An agent that spills its key everywhere it can (its output, a file of its workspace, the
+/// kernel it hands in): the key is taken out of all of it before anything is staged or kept,
+/// and said so; no byte the run left holds it.
+#[test]
+fn a_key_the_agent_spills_is_redacted_from_everything_the_run_keeps() {
+    let d = Daemon::start();
+    let tmp = d.dir.path();
+    let key = "sk-arena-spilled-canary-51d0";
+    let agent = tmp.join("spill.toml");
+    std::fs::write(
+        &agent,
+        r#"name = "spill"
+image = "task"
+secrets = ["SPILL_KEY"]
+command = ["sh", "-c", "echo \"my key is $SPILL_KEY\"; echo \"$SPILL_KEY\" >&2; mkdir -p /workspace/cfg; echo \"{\\\"key\\\": \\\"$SPILL_KEY\\\"}\" > /workspace/cfg/settings.json; printf '\\n# %s\\n' \"$SPILL_KEY\" >> /workspace/source/prefix_sum.py"]
+network = "none"
+timeout_s = 60
+"#,
+    )
+    .unwrap();
+    let key_file = tmp.join("spill.key");
+    std::fs::write(&key_file, key).unwrap();
+    let out = tmp.join("spill");
+    let o = arenactl()
+        .args(d.run_args(agent.to_str().unwrap(), &out))
+        .args(["--tasks", PREFIX_SUM, "--secret"])
+        .arg(format!("SPILL_KEY={}", key_file.display()))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", show(&o));
+    let hits = files_containing(&out, key.as_bytes());
+    assert!(hits.is_empty(), "the key is in {hits:?}");
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        !stderr.contains(key) && stderr.contains("redacted"),
+        "{stderr}"
+    );
+    // What the agent wrote is kept, the key replaced by its name; the kernel still runs.
+    let item = out.join("tasks/python2python__arena__prefix_sum/r0");
+    let kept = std::fs::read_to_string(item.join("workspace.kept/cfg/settings.json")).unwrap();
+    assert_eq!(kept.trim(), "{\"key\": \"[redacted SPILL_KEY]\"}");
+    let rs = results(&out);
+    assert!(score(&rs[0]).correct, "{}", rs[0]);
+    assert!(!files_containing(&item.join("logs"), b"[redacted SPILL_KEY]").is_empty());
+}

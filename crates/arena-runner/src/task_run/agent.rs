@@ -16,7 +16,7 @@ use arena_runtime::{ContainerConfig, ImageRef, RunOutcome};
 use arena_task::EntryKind;
 
 use super::phase::ContainerPhase;
-use super::{bind, TaskRun};
+use super::{bind, redact, TaskRun};
 use crate::error::{Result, RunnerError};
 
 /// Copies the task tree (without build/ and caches) into a new workspace. Every file is the
@@ -164,6 +164,16 @@ impl TaskRun<'_> {
                 ctx.agent.timeout_s,
             )
             .await?;
+        // Before anything is staged or kept from the workspace.
+        let scrubbed = redact::scrub(&ctx.secrets, &[&out.stdout, &out.stderr], &workspace)?;
+        for (path, names) in &scrubbed {
+            tracing::warn!(
+                "{}: the agent left {} in {}; redacted",
+                item.label(),
+                names.join(", "),
+                path.display()
+            );
+        }
         ctx.events.emit(
             EventKind::AgentFinished,
             Some(item),

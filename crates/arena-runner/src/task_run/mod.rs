@@ -15,6 +15,7 @@ mod image;
 #[cfg(test)]
 mod paired_tests;
 pub(crate) mod phase;
+mod redact;
 mod result;
 mod self_reported;
 #[cfg(test)]
