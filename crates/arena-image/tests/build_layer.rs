@@ -16,18 +16,23 @@ fn repo() -> PathBuf {
         .unwrap()
 }
 
+/// Fetched once per test binary: two fetches into one directory at once would race.
 fn debs() -> PathBuf {
-    let dir = std::env::var_os("ARENA_DEB_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| repo().join("target/arena-debs"));
-    let st = Command::new("bash")
-        .arg(repo().join("ci/fetch-debs.sh"))
-        .arg(repo().join("images/testbase.toml"))
-        .arg(&dir)
-        .status()
-        .unwrap();
-    assert!(st.success(), "ci/fetch-debs.sh images/testbase.toml");
-    dir
+    static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| {
+        let dir = std::env::var_os("ARENA_DEB_DIR")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| repo().join("target/arena-debs"));
+        let st = Command::new("bash")
+            .arg(repo().join("ci/fetch-debs.sh"))
+            .arg(repo().join("images/testbase.toml"))
+            .arg(&dir)
+            .status()
+            .unwrap();
+        assert!(st.success(), "ci/fetch-debs.sh images/testbase.toml");
+        dir
+    })
+    .clone()
 }
 
 /// A recipe in `dir` whose one layer runs `script` (as /src/make.sh) in testbase's root.

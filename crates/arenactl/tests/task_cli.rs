@@ -29,8 +29,13 @@ fn sample_tasks_are_valid() {
     let o = arenactl(&["task", "validate", "tasks"], &repo());
     no_panic(&o);
     assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
-    assert!(stdout(&o).contains("5 valid, 0 invalid"), "{}", stdout(&o));
+    assert!(stdout(&o).contains("10 valid, 0 invalid"), "{}", stdout(&o));
     for id in [
+        "c2rv32/kernelcraft/conv1d_i16",
+        "c2rv32/kernelcraft/ffn_i8",
+        "c2rv32/kernelcraft/fma_chain_i32",
+        "c2rv32/kernelcraft/gemm_i8",
+        "c2rv32/kernelcraft/sum_sq_i16",
         "python2python/arena/matmul",
         "python2python/arena/prefix_sum",
         "python2python/arena/sum_squares",
@@ -46,10 +51,10 @@ fn validate_json_is_machine_readable() {
     let o = arenactl(&["task", "validate", "tasks", "--json"], &repo());
     assert_eq!(o.status.code(), Some(0));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    assert_eq!(v["valid"], 5);
+    assert_eq!(v["valid"], 10);
     assert_eq!(v["invalid"], 0);
-    assert_eq!(v["tasks"].as_array().unwrap().len(), 5);
-    assert_eq!(v["tasks"][0]["task_type"], "python2python");
+    assert_eq!(v["tasks"].as_array().unwrap().len(), 10);
+    assert_eq!(v["tasks"][0]["task_type"], "c2rv32");
 }
 
 #[test]

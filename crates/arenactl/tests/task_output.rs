@@ -14,7 +14,7 @@ fn list_show_and_digest() {
     let o = arenactl(&["task", "list", "tasks", "--json"], &root);
     assert_eq!(o.status.code(), Some(0));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    assert_eq!(v.as_array().unwrap().len(), 5);
+    assert_eq!(v.as_array().unwrap().len(), 10);
 
     let o = arenactl(
         &["task", "show", "python2python/arena/matmul", "--json"],
