@@ -122,14 +122,18 @@ class Simulated:
     def judge(self, role, i, config, args, want, gate):
         """`role`'s cycles on configuration `i`, its outputs checked; AssertionError (naming
         the configuration) where they are wrong or the run failed."""
+        # A hidden configuration's failure says what kind it was, not where: an element's
+        # index or a fault's address would tell its sizes.
         try:
             got, cycles = self.simulate(role, i, config, args, gate)
         except self.sim.SimError as e:
-            raise AssertionError(f"{self.name(i)}: {e}") from None
+            why = f"simulation ended with status {e.status}" if self.hidden else str(e)
+            raise AssertionError(f"{self.name(i)}: {why}") from None
         try:
             self.h.check(tuple(got), want)
         except AssertionError as e:
-            raise AssertionError(f"{self.name(i)}: {e}") from None
+            why = "output differs from the reference" if self.hidden else str(e)
+            raise AssertionError(f"{self.name(i)}: {why}") from None
         return cycles
 
     def compile_gate(self, roles):
