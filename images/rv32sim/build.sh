@@ -6,9 +6,8 @@
 # Needs (Debian bookworm): verilator (a perl script; its make rules run
 # python3 for verilator_includer), make, g++ (with binutils' as/ld/ar),
 # and basic file tools (busybox's will do).  Deterministic: rebuilding gives
-# byte-identical outputs, even
-# from other $SRC/$BUILD paths (no timestamps embedded; see below for paths).
-# The binary links libstdc++/libgcc statically: at run time it needs libc6.
+# byte-identical outputs, even from other $SRC/$BUILD paths (no timestamps
+# embedded; see below for paths).  The binary links libstdc++/libgcc statically: at run time it needs libc6.
 set -eu
 
 SRC=${SRC:-/src}
@@ -51,7 +50,7 @@ verilator --cc --exe --build -O3 -j 2 \
 # Plain cp and chmod: the builder's userland is busybox, which has no `install`.
 mkdir -p "$OUT/bin" "$OUT/lib" "$OUT/share/picorv32" "$OUT/share/rv32sim"
 cp "$OBJ/rv32sim" "$OUT/bin/rv32sim"
-cp "$SRC/runtime/crt0.S" "$SRC/runtime/link.ld" "$SRC/lib/rv32sim.py" "$OUT/lib/"
+cp "$SRC/runtime/crt0.S" "$SRC/runtime/link.ld" "$SRC/lib/rv32sim.py" "$SRC/lib/rv32gates.py" "$OUT/lib/"
 cp "$SRC/rtl/LICENSE" "$SRC/rtl/README.md" "$OUT/share/picorv32/"
 cp "$SRC/selftest.sh" "$OUT/share/rv32sim/selftest.sh"
 chmod 0755 "$OUT/bin/rv32sim" "$OUT/share/rv32sim/selftest.sh"

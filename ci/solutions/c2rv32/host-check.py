@@ -25,6 +25,9 @@ sys.dont_write_bytecode = True  # loading the task runners leaves no __pycache__
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
 TASKS = os.path.join(ROOT, "tasks", "c2rv32", "kernelcraft")
+# The task runners import rv32gates from $RV32SIM_ROOT/lib: its sources serve (no simulator
+# runs here).
+os.environ.setdefault("RV32SIM_ROOT", os.path.join(ROOT, "images", "rv32sim"))
 
 # Odd sizes beyond the visible shapes (unseen configurations will use such sizes).
 EXTRA = {
