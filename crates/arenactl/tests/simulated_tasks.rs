@@ -148,7 +148,13 @@ fn simulated_tasks_build_reproducibly_score_by_cycles_and_resist_attacks() {
     // Wrong kernels: they compile and run, and correctness fails them all (score 20). The
     // baseline, timed again on new secret inputs, takes the same cycles where its control
     // flow does not depend on the data; ffn_i8's ReLU branches do, by about 1 %.
-    let wrong = run(&d, &store, "ci/agents/wrong.toml", &tmp.join("wrong"), &[]);
+    let wrong = run(
+        &d,
+        &store,
+        "ci/agents/wrong.toml",
+        &tmp.join("wrong"),
+        &unseen,
+    );
     for (w, f) in wrong.iter().zip(&fast) {
         let s = score(w);
         assert!(s.compiled && !s.correct && s.score == 20.0, "{w}");
@@ -160,6 +166,20 @@ fn simulated_tasks_build_reproducibly_score_by_cycles_and_resist_attacks() {
             }
         } else {
             assert_eq!(bw, bf, "{}", w["task_id"]);
+        }
+        // Wrong on the unseen configurations too, each named by index and kind only: the
+        // element that differs would tell a hidden configuration's sizes.
+        let id = w["task_id"].as_str().unwrap().replace('/', "__");
+        let report = tmp
+            .join("wrong/tasks")
+            .join(id)
+            .join("r0/unseen/out/unseen_report.json");
+        let report: Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+        let errors = report["errors"]["candidate"].as_object().unwrap();
+        assert_eq!(errors.len(), 8, "{report}");
+        for e in errors.values() {
+            let e = e.as_str().unwrap();
+            assert!(e.ends_with("output differs from the reference"), "{e}");
         }
     }
 

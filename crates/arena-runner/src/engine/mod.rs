@@ -206,7 +206,12 @@ impl Engine {
                         found,
                     } => RunnerError::drift(
                         id,
-                        format!("image {name} in containerd"),
+                        // Never replaced here: a run of the other lock may be using it.
+                        format!(
+                            "image {name} in containerd (another lock's image under the same \
+                             name, as after a relock: remove it with `ctr -n NAMESPACE images \
+                             rm {name}` once no run uses it, or run in another --namespace)"
+                        ),
                         expected,
                         found,
                     ),
