@@ -43,6 +43,9 @@ EXIT_ADDR = 0x10000000
 STACK_RESERVE = 0x00100000  # 1 MiB below MEM_SIZE is left to the stack
 MAX_ARGS = 8
 ALIGN = 64
+# Simulated time at a nominal 100 MHz clock, for reports that read milliseconds: their ratios
+# are the cycle ratios (the cycles are reported too).
+CYCLES_PER_MS = 100_000
 
 
 class BuildError(Exception):

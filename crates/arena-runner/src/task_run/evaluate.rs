@@ -57,32 +57,17 @@ pub(crate) const KEPT_CAP: u64 = 64 << 20;
 /// nothing is read past `cap` bytes in all). Returns the bytes kept.
 pub(crate) fn keep_files(from: &std::path::Path, to: &std::path::Path, cap: u64) -> u64 {
     let mut kept = 0u64;
-    let mut stack = vec![std::path::PathBuf::new()];
-    while let Some(rel) = stack.pop() {
-        let Ok(entries) = std::fs::read_dir(from.join(&rel)) else {
+    for r in super::files::regular_files(from) {
+        let Ok(bytes) = arena_eval::untrusted::read_beneath(from, &r, cap.saturating_sub(kept))
+        else {
             continue;
         };
-        let mut entries: Vec<_> = entries.flatten().collect();
-        entries.sort_by_key(|e| e.file_name());
-        for e in entries {
-            let r = rel.join(e.file_name());
-            let Ok(ft) = e.file_type() else { continue };
-            if ft.is_dir() {
-                stack.push(r);
-            } else if ft.is_file() {
-                let Ok(bytes) =
-                    arena_eval::untrusted::read_beneath(from, &r, cap.saturating_sub(kept))
-                else {
-                    continue;
-                };
-                let dest = to.join(&r);
-                if let Some(p) = dest.parent() {
-                    let _ = std::fs::create_dir_all(p);
-                }
-                if std::fs::write(&dest, &bytes).is_ok() {
-                    kept += bytes.len() as u64;
-                }
-            }
+        let dest = to.join(&r);
+        if let Some(p) = dest.parent() {
+            let _ = std::fs::create_dir_all(p);
+        }
+        if std::fs::write(&dest, &bytes).is_ok() {
+            kept += bytes.len() as u64;
         }
     }
     kept

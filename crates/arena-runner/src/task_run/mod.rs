@@ -11,6 +11,7 @@ mod breakdown;
 #[cfg(test)]
 mod edge_tests;
 mod evaluate;
+mod files;
 mod image;
 #[cfg(test)]
 mod paired_tests;

@@ -27,38 +27,39 @@ pub(crate) fn scrub(
     if secrets.is_empty() {
         return Ok(done);
     }
-    let mut todo: Vec<PathBuf> = files.iter().map(|p| p.to_path_buf()).collect();
-    let mut dirs = vec![workspace.to_path_buf()];
-    while let Some(d) = dirs.pop() {
-        let Ok(entries) = std::fs::read_dir(&d) else {
-            continue;
-        };
-        for e in entries.flatten() {
-            match e.file_type() {
-                Ok(t) if t.is_dir() => dirs.push(e.path()),
-                Ok(t) if t.is_file() => todo.push(e.path()),
-                _ => {}
-            }
+    for path in files {
+        if let Some(names) = scrub_file(secrets, path, read_file(path))? {
+            done.push((path.to_path_buf(), names));
         }
     }
-    for path in todo {
-        if let Some(names) = scrub_file(secrets, &path)? {
+    for rel in super::files::regular_files(workspace) {
+        // Read beneath the workspace (openat2): nothing the agent left resolves outside it.
+        let bytes = arena_eval::untrusted::read_beneath(workspace, &rel, MAX_FILE).ok();
+        let path = workspace.join(&rel);
+        if let Some(names) = scrub_file(secrets, &path, bytes)? {
             done.push((path, names));
         }
     }
     Ok(done)
 }
 
-fn scrub_file(secrets: &arena_run::Secrets, path: &Path) -> Result<Option<Vec<String>>> {
-    let meta = match std::fs::symlink_metadata(path) {
-        Ok(m) => m,
-        Err(_) => return Ok(None),
-    };
+/// A log file's bytes: a regular file (not a link) of at most [`MAX_FILE`] bytes.
+fn read_file(path: &Path) -> Option<Vec<u8>> {
+    let meta = std::fs::symlink_metadata(path).ok()?;
     if !meta.file_type().is_file() || meta.len() > MAX_FILE {
-        return Ok(None);
+        return None;
     }
-    let bytes = std::fs::read(path).map_err(|e| RunnerError::io(path, e))?;
-    let Some((clean, names)) = secrets.redact(&bytes) else {
+    std::fs::read(path).ok()
+}
+
+/// Rewrites `path`, whose bytes were read as `bytes`, where they hold a secret; the names
+/// found.
+fn scrub_file(
+    secrets: &arena_run::Secrets,
+    path: &Path,
+    bytes: Option<Vec<u8>>,
+) -> Result<Option<Vec<String>>> {
+    let Some((clean, names)) = bytes.and_then(|b| secrets.redact(&b)) else {
         return Ok(None);
     };
     // O_NOFOLLOW: a link put in the file's place is not written through.
