@@ -20,12 +20,23 @@ state = "$dir/state"
   address = "$dir/containerd.sock"
 TOML
   containerd --config "$dir/config.toml" >"$dir/containerd.log" 2>&1 &
-  echo $! > "$dir/containerd.pid"
-  for _ in $(seq 100); do
-    [ -S "$dir/containerd.sock" ] && { echo "$dir/containerd.sock"; exit 0; }
+  pid=$!
+  echo $pid > "$dir/containerd.pid"
+  # The socket file exists from bind(), before the daemon listens or has loaded its plugins:
+  # a client that connects then is refused (seen in CI on a loaded machine). Ready means a
+  # request over gRPC is answered. 60 s: CI starts several daemons while it compiles.
+  for _ in $(seq 600); do
+    if ! kill -0 "$pid" 2>/dev/null; then
+      echo "containerd exited while starting; $dir/containerd.log ends:" >&2
+      tail -n 20 "$dir/containerd.log" >&2; exit 1
+    fi
+    if [ -S "$dir/containerd.sock" ] &&
+      ctr --address "$dir/containerd.sock" --timeout 2s version >/dev/null 2>&1; then
+      echo "$dir/containerd.sock"; exit 0
+    fi
     sleep 0.1
   done
-  echo "containerd did not start; see $dir/containerd.log" >&2; exit 1 ;;
+  echo "containerd did not answer within 60 s; see $dir/containerd.log" >&2; exit 1 ;;
 stop)
   if [ -f "$dir/containerd.pid" ]; then
     pid=$(cat "$dir/containerd.pid")
