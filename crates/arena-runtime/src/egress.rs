@@ -35,16 +35,21 @@ fn fail(what: &str, detail: impl std::fmt::Display) -> RuntimeError {
     RuntimeError::invalid(format!("egress network: {what}"), detail.to_string())
 }
 
+/// Where an offline install's CNI plugins are (its etc/arena.env sets it): looked in first.
+pub const PLUGIN_DIR_VAR: &str = "ARENA_CNI_PATH";
+
 fn plugin_dir() -> Result<PathBuf> {
-    PLUGIN_DIRS
-        .iter()
+    std::env::var_os(PLUGIN_DIR_VAR)
         .map(PathBuf::from)
+        .into_iter()
+        .chain(PLUGIN_DIRS.iter().map(PathBuf::from))
         .find(|d| d.join("ptp").is_file() && d.join("host-local").is_file())
         .ok_or_else(|| {
             fail(
                 "CNI plugins",
                 format!(
-                    "`ptp` and `host-local` not found in {} (Debian: containernetworking-plugins)",
+                    "`ptp` and `host-local` not found in ${PLUGIN_DIR_VAR} or {} (Debian: \
+                     containernetworking-plugins; an offline install sets ${PLUGIN_DIR_VAR})",
                     PLUGIN_DIRS.join(", ")
                 ),
             )

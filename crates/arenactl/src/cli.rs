@@ -9,11 +9,13 @@ use clap::{Args, Parser, Subcommand};
 mod eval;
 mod image;
 mod listen;
+mod offline;
 mod report;
 mod task;
 pub use eval::{EvalArgs, EvalPoolArgs};
 pub use image::{ImageCommand, RegistryArgs};
 pub use listen::Listen;
+pub use offline::OfflineCommand;
 pub use report::{CompareArgs, CompareFormat, ReportArgs, ReportFormat};
 pub use task::{ImportFormat, TaskCommand};
 
@@ -57,6 +59,10 @@ pub enum Command {
     /// Move locked images between machines as one file (air-gapped labs).
     #[command(subcommand)]
     Bundle(BundleCommand),
+    /// The air-gapped path as one archive: pack a kit on a connected machine, install it on
+    /// the offline node (docs/offline.md).
+    #[command(subcommand)]
+    Offline(OfflineCommand),
     /// Hidden unseen-configuration sets: generate and seal, check a set's digest.
     #[command(subcommand)]
     Unseen(UnseenCommand),

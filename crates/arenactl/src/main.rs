@@ -65,6 +65,7 @@ fn main() -> ExitCode {
         Command::Image(i) => cmd::image::run(i),
         Command::Lock(l) => cmd::image::lock(l),
         Command::Bundle(b) => cmd::bundle::run(b),
+        Command::Offline(o) => cmd::offline::run(o),
         Command::Unseen(u) => cmd::unseen::run(u),
         Command::Run(r) => cmd::run::run(r),
         Command::Runner(r) => cmd::runner::run(r),

@@ -6,6 +6,7 @@ pub mod eval;
 pub mod image;
 pub mod import;
 pub mod materialize;
+pub mod offline;
 pub mod registry;
 pub mod report;
 pub mod run;
