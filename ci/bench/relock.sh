@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Benchmark (issue 40): is an unchanged re-lock, and a verify, O(1) per task? Locks N copies of
+# a CPU sample task on the testbase for each N, then re-locks them unchanged and verifies the
+# lockfile, side by side with the floor of any check that reads every task: hashing the task
+# trees with `sha256sum`. Prints seconds and milliseconds per task for each N; constant
+# milliseconds per task as N grows is O(1) per task.
+# usage: ci/bench/relock.sh [WORK_DIR] [COUNTS]   (COUNTS default "8 32 128"; ARENACTL=path
+#        skips the release build; ARENA_DEB_DIR as for the tests)
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+work=${1:-$(mktemp -d)}
+counts=${2:-8 32 128}
+export ARENA_DEB_DIR=${ARENA_DEB_DIR:-$HOME/.cache/arena/debs}
+bash "$root/ci/fetch-debs.sh" "$root/images/testbase.toml" "$ARENA_DEB_DIR"
+if [ -z "${ARENACTL:-}" ]; then
+  cargo build --release --locked -q -p arenactl --manifest-path "$root/Cargo.toml"
+  ARENACTL=$root/target/release/arenactl
+fi
+store=$work/store
+secs() { python3 -c 'import sys,time; t=time.monotonic(); import subprocess; subprocess.run(sys.argv[1:], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL); print(f"{time.monotonic()-t:.3f}")' "$@"; }
+echo "arenactl: $ARENACTL; $(nproc) cores; store $store"
+printf '%6s %10s %10s %10s %10s | %10s %10s %10s\n' tasks lock_s relock_s verify_s sha256_s \
+  "lock/task" "relock/t" "verify/t"
+for n in $counts; do
+  d=$work/n$n
+  rm -rf "$d"; mkdir -p "$d/tasks/python2python/copies"
+  for i in $(seq -w 1 "$n"); do
+    cp -r "$root/tasks/python2python/arena/matmul" "$d/tasks/python2python/copies/t$i"
+  done
+  printf '[[set]]\nname = "bench"\nrecipe = "%s"\ntasks = "tasks"\ntask_types = ["python2python"]\n' \
+    "$root/images/testbase.toml" > "$d/sets.toml"
+  lock=(lock --set bench --sets "$d/sets.toml" --out "$d/bench.lock" --store "$store")
+  # The base once, outside the timings: every N builds on the same store.
+  "$ARENACTL" image build "$root/images/testbase.toml" --store "$store" >/dev/null 2>&1
+  first=$(secs "$ARENACTL" "${lock[@]}")
+  cp "$d/bench.lock" "$d/first.lock"
+  again=$(secs "$ARENACTL" "${lock[@]}")
+  cmp -s "$d/bench.lock" "$d/first.lock" || { echo "relock changed the lockfile" >&2; exit 1; }
+  verify=$(secs "$ARENACTL" image verify --image-lock "$d/bench.lock" --store "$store")
+  floor=$(secs sh -c "find '$d/tasks' -type f -print0 | sort -z | xargs -0 cat | sha256sum")
+  python3 - "$n" "$first" "$again" "$verify" "$floor" <<'PY'
+import sys
+n, *t = sys.argv[1:]
+n = int(n); first, again, verify, floor = map(float, t)
+print(f"{n:6d} {first:10.3f} {again:10.3f} {verify:10.3f} {floor:10.3f} | "
+      f"{1000*first/n:10.1f} {1000*again/n:10.1f} {1000*verify/n:10.1f}")
+PY
+done
