@@ -6,12 +6,19 @@
 # milliseconds per task as N grows is O(1) per task.
 # usage: ci/bench/relock.sh [WORK_DIR] [COUNTS]   (COUNTS default "8 32 128"; ARENACTL=path
 #        skips the release build; ARENA_DEB_DIR as for the tests)
+# On a GPU host (ci/gpu/relock.sh): ARENA_BENCH_RECIPE=images/cuda-host.toml with
+# ARENA_HOST_ROOT=/, ARENA_BENCH_TASKS=DIR (the first N task folders directly below DIR instead
+# of N copies of matmul) and ARENA_BENCH_TYPE=triton2triton.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 work=${1:-$(mktemp -d)}
 counts=${2:-8 32 128}
 export ARENA_DEB_DIR=${ARENA_DEB_DIR:-$HOME/.cache/arena/debs}
-bash "$root/ci/fetch-debs.sh" "$root/images/testbase.toml" "$ARENA_DEB_DIR"
+recipe=${ARENA_BENCH_RECIPE:-$root/images/testbase.toml}
+recipe=$(cd "$(dirname "$recipe")" && pwd)/$(basename "$recipe")
+kind=${ARENA_BENCH_TYPE:-python2python}
+from=${ARENA_BENCH_TASKS:-}
+[ -n "${ARENA_HOST_ROOT:-}" ] || bash "$root/ci/fetch-debs.sh" "$recipe" "$ARENA_DEB_DIR"
 if [ -z "${ARENACTL:-}" ]; then
   cargo build --release --locked -q -p arenactl --manifest-path "$root/Cargo.toml"
   ARENACTL=$root/target/release/arenactl
@@ -23,15 +30,21 @@ printf '%6s %10s %10s %10s %10s | %10s %10s %10s\n' tasks lock_s relock_s verify
   "lock/task" "relock/t" "verify/t"
 for n in $counts; do
   d=$work/n$n
-  rm -rf "$d"; mkdir -p "$d/tasks/python2python/copies"
-  for i in $(seq -w 1 "$n"); do
-    cp -r "$root/tasks/python2python/arena/matmul" "$d/tasks/python2python/copies/t$i"
-  done
-  printf '[[set]]\nname = "bench"\nrecipe = "%s"\ntasks = "tasks"\ntask_types = ["python2python"]\n' \
-    "$root/images/testbase.toml" > "$d/sets.toml"
+  rm -rf "$d"; mkdir -p "$d/tasks/copies"
+  if [ -n "$from" ]; then
+    found=$(find "$from" -mindepth 2 -maxdepth 2 -name config.yaml | sort | head -n "$n" | xargs -n1 dirname)
+    [ "$(echo "$found" | wc -l)" -eq "$n" ] || { echo "fewer than $n tasks in $from" >&2; exit 1; }
+    for t in $found; do cp -r "$t" "$d/tasks/copies/"; done
+  else
+    for i in $(seq -w 1 "$n"); do
+      cp -r "$root/tasks/python2python/arena/matmul" "$d/tasks/copies/t$i"
+    done
+  fi
+  printf '[[set]]\nname = "bench"\nrecipe = "%s"\ntasks = "tasks"\ntask_types = ["%s"]\n' \
+    "$recipe" "$kind" > "$d/sets.toml"
   lock=(lock --set bench --sets "$d/sets.toml" --out "$d/bench.lock" --store "$store")
   # The base once, outside the timings: every N builds on the same store.
-  "$ARENACTL" image build "$root/images/testbase.toml" --store "$store" >/dev/null 2>&1
+  "$ARENACTL" image build "$recipe" --store "$store" >/dev/null 2>&1
   first=$(secs "$ARENACTL" "${lock[@]}")
   cp "$d/bench.lock" "$d/first.lock"
   again=$(secs "$ARENACTL" "${lock[@]}")

@@ -57,7 +57,9 @@ fn external_base_blobs(store: &Store, lock: &Lockfile) -> Result<Vec<(Digest, u6
     Ok(out)
 }
 
-fn header(size: u64) -> tar::Header {
+/// A tar header of a regular file of `size` bytes as arena writes archives: mode 0644, owner
+/// 0, mtime 0 (the bytes of an archive depend on its contents alone).
+pub fn header(size: u64) -> tar::Header {
     let mut h = tar::Header::new_gnu();
     h.set_entry_type(tar::EntryType::Regular);
     h.set_mode(0o644);
@@ -174,9 +176,10 @@ pub fn export(
     Ok(blobs.len())
 }
 
-struct Counted<'a, R> {
-    inner: R,
-    progress: &'a dyn Progress,
+/// A reader that reports the bytes read through it to a progress bar.
+pub struct Counted<'a, R> {
+    pub inner: R,
+    pub progress: &'a dyn Progress,
 }
 
 impl<R: Read> Read for Counted<'_, R> {

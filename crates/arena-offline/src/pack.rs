@@ -6,6 +6,7 @@ use std::io::Read;
 use std::path::Path;
 
 use arena_digest::HashingReader;
+use arena_image::bundle::Counted;
 use arena_image::{Progress, Store};
 
 use crate::collect::{collect, PackInputs, Source};
@@ -67,7 +68,7 @@ pub fn pack(
             .metadata()
             .map_err(|e| OfflineError::io(&source.from, e))?
             .len();
-        let mut r = HashingReader::new(Advancing {
+        let mut r = HashingReader::new(Counted {
             inner: f.take(size),
             progress,
         });
@@ -125,27 +126,11 @@ pub fn pack(
     })
 }
 
+/// A bundle's header (owner 0, mtime 0), executable where the file is.
 fn header(size: u64, executable: bool) -> tar::Header {
-    let mut h = tar::Header::new_gnu();
-    h.set_entry_type(tar::EntryType::Regular);
-    h.set_mode(if executable { 0o755 } else { 0o644 });
-    h.set_mtime(0);
-    h.set_uid(0);
-    h.set_gid(0);
-    h.set_size(size);
-    h
-}
-
-/// Reports bytes read to the progress bar.
-pub(crate) struct Advancing<'a, R> {
-    pub inner: R,
-    pub progress: &'a dyn Progress,
-}
-
-impl<R: Read> Read for Advancing<'_, R> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let n = self.inner.read(buf)?;
-        self.progress.advance(n as u64);
-        Ok(n)
+    let mut h = arena_image::bundle::header(size);
+    if executable {
+        h.set_mode(0o755);
     }
+    h
 }

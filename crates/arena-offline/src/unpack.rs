@@ -8,11 +8,11 @@ use std::io::Read;
 use std::path::Path;
 
 use arena_digest::{Digest, HashingWriter};
+use arena_image::bundle::Counted;
 use arena_image::Progress;
 
 use crate::error::{OfflineError, Result};
 use crate::manifest::{check_kit_path, KitManifest, KIT_DIR, MANIFEST};
-use crate::pack::Advancing;
 use crate::tree::{make_parent, regular_files, set_executable};
 
 /// The most bytes a manifest may have (a kit of a million files has a manifest of ~200 MB;
@@ -43,7 +43,7 @@ pub fn unpack_kit(kit: &Path, staging: &Path, progress: &dyn Progress) -> Result
 
 fn from_tar(kit: &Path, staging: &Path, progress: &dyn Progress) -> Result<(Vec<u8>, Found)> {
     let f = std::fs::File::open(kit).map_err(|e| OfflineError::io(kit, e))?;
-    let mut ar = tar::Archive::new(Advancing {
+    let mut ar = tar::Archive::new(Counted {
         inner: std::io::BufReader::with_capacity(1 << 20, f),
         progress,
     });
@@ -114,7 +114,7 @@ fn from_dir(kit: &Path, staging: &Path, progress: &dyn Progress) -> Result<(Vec<
     for f in &manifest.files {
         let from = kit.join(&f.path);
         let file = std::fs::File::open(&from).map_err(|e| OfflineError::io(&from, e))?;
-        let mut r = Advancing {
+        let mut r = Counted {
             inner: file,
             progress,
         };
