@@ -8,7 +8,7 @@ use oci_spec::image::{
     ImageManifestBuilder, MediaType, Os, RootFsBuilder,
 };
 
-use crate::base::{base_from_store, import_layout, BaseImage};
+use crate::base::BaseImage;
 use crate::canonical::canonical_json;
 use crate::compress::Compression;
 use crate::digest::Digest;
@@ -16,15 +16,16 @@ use crate::error::{ImageError, Result};
 use crate::inputs::HashCache;
 use crate::layer::write_layer;
 use crate::progress::Progress;
-use crate::recipe::{
-    BaseSpec, ConfigSpec, DebPackage, LayerSpec, LoadedRecipe, Platform, WheelPin,
-};
+use crate::recipe::{ConfigSpec, DebPackage, LayerSpec, LoadedRecipe, Platform, WheelPin};
 use crate::record::{ImageRecord, LayerRecord};
 use crate::store::{Store, MEDIA_TYPE_CONFIG};
 
+mod base;
 mod collect;
 mod computed;
 mod derivation;
+use base::resolve_base;
+pub use base::ResolvedBase;
 use collect::collect;
 pub use collect::deb_file_name;
 pub use derivation::derivation;
@@ -127,47 +128,15 @@ pub struct ImageSpec {
     pub task: Option<(String, String)>,
 }
 
-#[derive(Debug, Clone)]
-pub enum ResolvedBase {
-    Scratch,
-    OciLayout {
-        path: PathBuf,
-        manifest: Digest,
-    },
-    /// A manifest already in the store (a registry base imported by bundle, or a built image).
-    Stored {
-        manifest: Digest,
-        label: String,
-    },
-}
-
 impl ImageSpec {
     pub fn from_recipe(r: &LoadedRecipe) -> Result<ImageSpec> {
+        Self::from_recipe_at(r, 0)
+    }
+
+    /// `depth`: how many recipes above this one name it as their base.
+    pub(crate) fn from_recipe_at(r: &LoadedRecipe, depth: usize) -> Result<ImageSpec> {
         let rec = &r.recipe;
-        let base = match &rec.base {
-            BaseSpec::Scratch => ResolvedBase::Scratch,
-            BaseSpec::OciLayout { path, manifest } => ResolvedBase::OciLayout {
-                path: r.resolve_path("base.path", path)?,
-                manifest: manifest.clone(),
-            },
-            BaseSpec::Registry { reference } => {
-                let Some((_, digest)) = reference.rsplit_once('@') else {
-                    return Err(ImageError::Recipe {
-                        file: r.file.clone(),
-                        field: "base.reference".into(),
-                        message: format!(
-                            "`{reference}` names a tag, which a build cannot pin: `arenactl \
-                             lock` pins it on first lock (the lockfile keeps the digest), or \
-                             write REPO@sha256:… (`arenactl image resolve {reference}`)"
-                        ),
-                    });
-                };
-                ResolvedBase::Stored {
-                    manifest: Digest::parse(digest)?,
-                    label: reference.clone(),
-                }
-            }
-        };
+        let base = ResolvedBase::from_recipe(r, depth)?;
         let mut layers = Vec::new();
         for (i, l) in rec.layers.iter().enumerate() {
             let f = |name: &str| format!("layer[{i}].{name}");
@@ -271,36 +240,6 @@ impl ImageSpec {
             platform: rec.platform.clone(),
             task: None,
         })
-    }
-}
-
-fn resolve_base(ctx: &BuildContext, base: &ResolvedBase) -> Result<BaseImage> {
-    match base {
-        ResolvedBase::Scratch => Ok(BaseImage::scratch()),
-        ResolvedBase::OciLayout { path, manifest } => {
-            if ctx.store.has_blob(manifest) {
-                if let Ok(b) = base_from_store(ctx.store, manifest) {
-                    return Ok(b);
-                }
-            }
-            ctx.progress
-                .phase(&format!("importing base {}", path.display()), None);
-            let b = import_layout(ctx.store, path, manifest, ctx.progress);
-            ctx.progress.finish_phase();
-            b
-        }
-        ResolvedBase::Stored { manifest, label } => {
-            if !ctx.store.has_blob(manifest) {
-                return Err(ImageError::Missing {
-                    path: ctx.store.root().to_path_buf(),
-                    what: format!(
-                        "base {label} (manifest {manifest}); pull it with `arenactl image pull` \
-                         (`image build` and `lock` do) or import a bundle"
-                    ),
-                });
-            }
-            base_from_store(ctx.store, manifest)
-        }
     }
 }
 

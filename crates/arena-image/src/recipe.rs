@@ -58,6 +58,9 @@ pub enum BaseSpec {
     /// the store: `arenactl image build` and `lock` pull it there first where it is missing
     /// (arena-registry), or a bundle import brought it.
     Registry { reference: String },
+    /// Another recipe (a path relative to this one), built first: this image is its layers
+    /// and this recipe's.
+    Recipe { path: String },
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
