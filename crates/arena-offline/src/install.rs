@@ -2,10 +2,10 @@
 //! directory beside the prefix and verified file by file (and against the digest the user
 //! carried over); its bundles are imported into the store, every blob checked against its
 //! lock and each bundle's lock against the lockfile shipped beside it; every task tree is
-//! checked against its lockfile and every hidden set against its seal; the host tools are
-//! unpacked from their image. Only then does the staging directory become the prefix. A crash
-//! before that leaves the prefix untouched (and blobs in the store, which are content-addressed
-//! and verified).
+//! checked against its lockfile, every hidden set against its seal and every agent file as a
+//! run reads it (its mounts included); the host tools are unpacked from their image. Only then
+//! does the staging directory become the prefix. A crash before that leaves the prefix
+//! untouched (and blobs in the store, which are content-addressed and verified).
 
 use std::path::{Path, PathBuf};
 
@@ -128,6 +128,10 @@ pub fn install(
             });
         }
     }
+    // Agent files as a run reads them: each parses, and what it mounts came with it.
+    for a in &m.agents {
+        arena_run::Agent::load(&s.join(a))?;
+    }
     let host = host.ok_or_else(|| OfflineError::invalid(MANIFEST, "no host tools image"))?;
     let host_root = s.join("host");
     std::fs::create_dir(&host_root).map_err(|e| OfflineError::io(&host_root, e))?;
@@ -138,9 +142,13 @@ pub fn install(
     let receipt = s.join(MANIFEST);
     std::fs::write(&receipt, &bytes).map_err(|e| OfflineError::io(&receipt, e))?;
 
-    // The one step that makes the install visible.
+    // The one step that makes the install visible. A prefix made meanwhile by someone else
+    // (not empty) fails it: the staging directory then goes.
     let kept = staging.keep();
-    std::fs::rename(&kept, &prefix).map_err(|e| OfflineError::io(&prefix, e))?;
+    if let Err(e) = std::fs::rename(&kept, &prefix) {
+        let _ = std::fs::remove_dir_all(&kept);
+        return Err(OfflineError::io(&prefix, e));
+    }
     let under = |p: &String| prefix.join(p);
     Ok(Installed {
         digest,

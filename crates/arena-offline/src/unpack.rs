@@ -69,6 +69,9 @@ fn from_tar(kit: &Path, staging: &Path, progress: &dyn Progress) -> Result<(Vec<
             }
         }
         if rest == MANIFEST {
+            if manifest.is_some() {
+                return Err(bad(format!("entry `{name}` is in the kit twice")));
+            }
             if entry.size() > MANIFEST_MAX {
                 return Err(bad(format!("{MANIFEST} of {} bytes", entry.size())));
             }
@@ -369,5 +372,12 @@ mod tests {
         e.insert(0, e[1].clone());
         let err = unpack(&e).unwrap_err().to_string();
         assert!(err.contains("twice"), "{err}");
+
+        // A second manifest after the first (a reader keeping the last would check files
+        // against one and report the other).
+        let mut e = good();
+        e.insert(0, e[e.len() - 1].clone());
+        let err = unpack(&e).unwrap_err().to_string();
+        assert!(err.contains("MANIFEST.json` is in the kit twice"), "{err}");
     }
 }
