@@ -7,14 +7,14 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use arena_proto::v1::EventKind;
-use arena_run::events::{Detail, Events};
+use arena_run::events::Events;
 use arena_run::plan::{load_tasks, Recorded};
 use arena_run::{Agent, HiddenSet, Item};
 use tokio::sync::watch;
 
 use super::{ContextParts, Engine};
 use crate::error::{Result, RunnerError};
-use crate::task_run::is_item_container;
+use crate::task_run::{is_item_container, Pipeline};
 
 /// What one-shot mode (`arenactl runner exec`, a Slurm job) is asked to do.
 #[derive(Debug, Clone)]
@@ -141,14 +141,7 @@ impl Engine {
             tracing::info!(task = %item.label(), ?removed, "removed what an earlier attempt left");
         }
         let _ = arena_runtime::cleanup::gc_orphaned_imports(self.rt.as_ref()).await;
-        crate::task_run::release_item(self.rt.as_ref(), &rundir, item).await?;
-        if rundir.clean_item(item)? {
-            events.message(
-                EventKind::TaskResumed,
-                Some(item),
-                "an interrupted attempt was cleaned; running it again",
-            );
-        }
+        crate::task_run::resume_item(self.rt.as_ref(), &rundir, &events, item).await?;
         let gpu =
             self.pool.gpus().first().cloned().ok_or_else(|| {
                 RunnerError::Other("this runner has no GPU slot to run on".into())
@@ -169,7 +162,7 @@ impl Engine {
             events.clone(),
             cancel,
         );
-        let result = ctx.run_item(item, &gpu).await;
+        let result = ctx.run(item, &gpu, Pipeline::Full).await;
         if result.is_err() {
             // A cancelled or failed attempt may still hold its workspace's file system (the
             // agent step was cut short): release it here, as the engine does for its own.
@@ -179,16 +172,7 @@ impl Engine {
             }
         }
         if let Ok(r) = &result {
-            events.emit(
-                EventKind::TaskResult,
-                Some(item),
-                Detail {
-                    gpu: Some(gpu.index),
-                    passed: r.candidate.correct(),
-                    result_json: serde_json::to_string(r).unwrap_or_default(),
-                    ..Default::default()
-                },
-            );
+            super::emit_result(&events, item, &gpu, r);
         }
         result
     }

@@ -4,16 +4,17 @@
 
 use arena_proto::v1::{EventKind, RunState};
 
-use super::{RunHandle, Work};
+use super::RunHandle;
+use crate::task_run::Pipeline;
 use crate::task_run::RunContext;
 
-pub(super) async fn finish(ctx: &RunContext, h: &RunHandle, cancelled: bool, work: Work) {
+pub(super) async fn finish(ctx: &RunContext, h: &RunHandle, cancelled: bool, work: Pipeline) {
     // Every container of this start is torn down by now. A request a killed runner had in
     // flight can still be carried out by containerd after the restart's first clean-up (a
     // snapshot prepared for a dead client), so the run's prefix is cleaned once more. Not
     // after an unseen evaluation: task runs of the run may still be running elsewhere on
     // this containerd (Slurm jobs), and its own containers were each removed.
-    if work != Work::UnseenOnly {
+    if work != Pipeline::UnseenOnly {
         let prefix = format!("{}-", h.record.run_id);
         if let Err(e) = arena_runtime::cleanup::gc_prefix(ctx.rt.as_ref(), &prefix).await {
             tracing::warn!(run = %h.record.run_id, "clean-up of earlier attempts: {e}");

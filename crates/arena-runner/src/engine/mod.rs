@@ -32,7 +32,7 @@ use crate::gpus::Gpu;
 use crate::policy::Policy;
 use crate::resources::Resources;
 use crate::scheduler::{schedule, GpuPool};
-use crate::task_run::RunContext;
+use crate::task_run::{Pipeline, RunContext};
 
 pub struct Engine {
     pub rt: Arc<dyn ContainerRuntime>,
@@ -86,17 +86,6 @@ impl RunHandle {
     fn is_live(&self) -> bool {
         matches!(self.state().0, RunState::Queued | RunState::Running)
     }
-}
-
-/// What a queued task run does.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Work {
-    /// Baseline, agent, evaluator (and the unseen evaluations if the run has a hidden set).
-    Full,
-    /// Only the unseen evaluations of a finished task run (`arenactl unseen eval`).
-    UnseenOnly,
-    /// Only the original kernel on the hidden set's configurations (a probe before sealing).
-    Probe,
 }
 
 /// What a run context is made of, besides what the engine and the run's start give.
@@ -250,7 +239,7 @@ impl Engine {
 
     /// Starts a reserved run: queues `todo` on the GPU pool and finishes the run when the
     /// queue is empty.
-    fn launch(&self, h: Arc<RunHandle>, parts: ContextParts, todo: Vec<Item>, work: Work) {
+    fn launch(&self, h: Arc<RunHandle>, parts: ContextParts, todo: Vec<Item>, work: Pipeline) {
         *h.state.lock().unwrap() = (RunState::Running, None);
         let cancel_rx = h.cancel.subscribe();
         let ctx = Arc::new(self.context(parts, h.events.clone(), cancel_rx.clone()));
@@ -296,18 +285,11 @@ impl Engine {
 /// One task run on its GPU. A failure of the arena itself — the engine, a file, a panic —
 /// is an infrastructure error: recorded in the task run's directory with its reason, counted,
 /// reported, and retried by the next start of the run; it never becomes a result.
-async fn run_one(ctx: Arc<RunContext>, h: Arc<RunHandle>, item: Item, gpu: Gpu, work: Work) {
+async fn run_one(ctx: Arc<RunContext>, h: Arc<RunHandle>, item: Item, gpu: Gpu, work: Pipeline) {
     let (c2, i2, g2) = (ctx.clone(), item.clone(), gpu.clone());
     // In a task of its own, so that a panic is caught here and not lost with the GPU.
     let joined = tokio::spawn(
-        async move {
-            match work {
-                Work::Full => c2.run_item(&i2, &g2).await,
-                Work::UnseenOnly => c2.run_unseen_item(&i2, &g2).await,
-                Work::Probe => c2.run_probe_item(&i2, &g2).await,
-            }
-        }
-        .instrument(tracing::Span::current()),
+        async move { c2.run(&i2, &g2, work).await }.instrument(tracing::Span::current()),
     )
     .await;
     let outcome = joined.unwrap_or_else(|e| {
@@ -323,18 +305,7 @@ async fn run_one(ctx: Arc<RunContext>, h: Arc<RunHandle>, item: Item, gpu: Gpu, 
         Err(RunnerError::Other(format!("internal error: {why}")))
     });
     match outcome {
-        Ok(result) => {
-            ctx.events.emit(
-                EventKind::TaskResult,
-                Some(&item),
-                Detail {
-                    gpu: Some(gpu.index),
-                    passed: result.candidate.correct(),
-                    result_json: serde_json::to_string(&result).unwrap_or_default(),
-                    ..Default::default()
-                },
-            );
-        }
+        Ok(result) => emit_result(&ctx.events, &item, &gpu, &result),
         Err(RunnerError::Cancelled) => {
             let _ = crate::task_run::release_item(ctx.rt.as_ref(), &h.rundir, &item).await;
         }
@@ -359,4 +330,18 @@ async fn run_one(ctx: Arc<RunContext>, h: Arc<RunHandle>, item: Item, gpu: Gpu, 
             );
         }
     }
+}
+
+/// The event of a task run's result, as the run's followers read it.
+fn emit_result(events: &Events, item: &Item, gpu: &Gpu, result: &arena_run::TaskResult) {
+    events.emit(
+        EventKind::TaskResult,
+        Some(item),
+        Detail {
+            gpu: Some(gpu.index),
+            passed: result.candidate.correct(),
+            result_json: serde_json::to_string(result).unwrap_or_default(),
+            ..Default::default()
+        },
+    );
 }

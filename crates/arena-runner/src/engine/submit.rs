@@ -10,8 +10,9 @@ use arena_run::events::{Detail, Events};
 use arena_run::plan::{plan, Plan, RunRequest};
 use arena_run::rundir::ResultState;
 
-use super::{ContextParts, Engine, RunHandle, Work};
+use super::{ContextParts, Engine, RunHandle};
 use crate::error::{Result, RunnerError};
+use crate::task_run::Pipeline;
 
 impl Engine {
     /// Checks everything, records the run (or resumes the one in `run_dir`) and starts it.
@@ -108,14 +109,8 @@ impl Engine {
                         );
                     }
                     ResultState::Missing => {
-                        crate::task_run::release_item(self.rt.as_ref(), &rundir, item).await?;
-                        if rundir.clean_item(item)? {
-                            events.message(
-                                EventKind::TaskResumed,
-                                Some(item),
-                                "an interrupted attempt was cleaned; running it again",
-                            );
-                        }
+                        crate::task_run::resume_item(self.rt.as_ref(), &rundir, &events, item)
+                            .await?;
                         let note = match &hidden {
                             Some(hs) if !hs.files.contains_key(&item.task_id) => {
                                 "the hidden set has no unseen configurations for this task"
@@ -147,7 +142,11 @@ impl Engine {
             env: std::env::vars().collect(),
             secrets: req.secrets.clone(),
         };
-        let work = if req.probe { Work::Probe } else { Work::Full };
+        let work = if req.probe {
+            Pipeline::Probe
+        } else {
+            Pipeline::Full
+        };
         self.launch(h.clone(), parts, todo, work);
         Ok((h, done))
     }

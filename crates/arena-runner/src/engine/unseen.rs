@@ -11,9 +11,10 @@ use arena_run::events::{Detail, Events};
 use arena_run::plan::{load_tasks, Recorded};
 use arena_run::{Agent, HiddenSet, Item};
 
-use super::{ContextParts, Engine, RunHandle, Work};
+use super::{ContextParts, Engine, RunHandle};
 use crate::error::{Result, RunnerError};
 use crate::task_run::is_item_container;
+use crate::task_run::Pipeline;
 
 impl Engine {
     /// Task runs already evaluated on this set are not repeated; others get the set's result
@@ -130,7 +131,7 @@ impl Engine {
             // No agent runs in an unseen evaluation.
             secrets: arena_run::Secrets::default(),
         };
-        self.launch(h.clone(), parts, todo, Work::UnseenOnly);
+        self.launch(h.clone(), parts, todo, Pipeline::UnseenOnly);
         Ok((h, done))
     }
 }

@@ -62,6 +62,36 @@ pub async fn release_item(rt: &dyn ContainerRuntime, rundir: &RunDir, item: &Ite
         })
 }
 
+/// What a task run does: the configurations of the one pipeline ([`RunContext::run`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pipeline {
+    /// Baseline, agent, evaluator (and the unseen evaluations if the run has a hidden set).
+    Full,
+    /// Only the unseen evaluations of a finished task run (`arenactl unseen eval`).
+    UnseenOnly,
+    /// Only the original kernel on the hidden set's configurations (a probe before sealing).
+    Probe,
+}
+
+/// Makes a task run ready to run again: what an interrupted attempt holds is released and its
+/// directory cleaned, and the run's events say so.
+pub async fn resume_item(
+    rt: &dyn ContainerRuntime,
+    rundir: &RunDir,
+    events: &Events,
+    item: &Item,
+) -> Result<()> {
+    release_item(rt, rundir, item).await?;
+    if rundir.clean_item(item)? {
+        events.message(
+            arena_proto::v1::EventKind::TaskResumed,
+            Some(item),
+            "an interrupted attempt was cleaned; running it again",
+        );
+    }
+    Ok(())
+}
+
 /// Bytes of each container stream kept in the logs.
 const LOG_CAP: u64 = 8 << 20;
 
@@ -209,15 +239,20 @@ impl RunContext {
         Ok(out)
     }
 
-    /// Runs one task run to its result (written to `result.json`).
-    pub async fn run_item(&self, item: &Item, gpu: &Gpu) -> Result<TaskResult> {
-        let t0 = Instant::now();
-        let mut timings = Timings::default();
-        self.rundir.secure_item_dir(item)?;
+    /// Runs one task run of `pipeline` to its result (written to `result.json`): the one
+    /// entry of every kind of task run, so that each is built the same way.
+    pub async fn run(&self, item: &Item, gpu: &Gpu, pipeline: Pipeline) -> Result<TaskResult> {
+        match pipeline {
+            Pipeline::Full => self.run_full(item, gpu).await,
+            Pipeline::Probe => self.run_probe(item, gpu).await,
+            Pipeline::UnseenOnly => self.run_unseen_only(item, gpu).await,
+        }
+    }
+
+    /// A task run's shared pieces: its task, locked image and environment, on `gpu`.
+    async fn task_run<'a>(&'a self, item: &'a Item, gpu: &'a Gpu) -> Result<TaskRun<'a>> {
         let (task, rec, image, env) = self.task_image(item, gpu).await?;
-        let agent_image = self.agent_image(item).await?;
-        timings.image_s = Some(t0.elapsed().as_secs_f64());
-        let run = TaskRun {
+        Ok(TaskRun {
             ctx: self,
             item,
             task,
@@ -226,7 +261,16 @@ impl RunContext {
             env,
             gpu,
             refused: Default::default(),
-        };
+        })
+    }
+
+    async fn run_full(&self, item: &Item, gpu: &Gpu) -> Result<TaskResult> {
+        let t0 = Instant::now();
+        let mut timings = Timings::default();
+        self.rundir.secure_item_dir(item)?;
+        let run = self.task_run(item, gpu).await?;
+        let agent_image = self.agent_image(item).await?;
+        timings.image_s = Some(t0.elapsed().as_secs_f64());
         let t = Instant::now();
         let baseline = run.baseline().await?;
         timings.baseline_s = Some(t.elapsed().as_secs_f64());
@@ -261,22 +305,12 @@ impl RunContext {
     /// task's configurations, each judged on its own. The result holds no baseline and no
     /// candidate (both skipped, and said so); its unseen part says which configurations the
     /// original passed.
-    pub async fn run_probe_item(&self, item: &Item, gpu: &Gpu) -> Result<TaskResult> {
+    async fn run_probe(&self, item: &Item, gpu: &Gpu) -> Result<TaskResult> {
         let t0 = Instant::now();
         let mut timings = Timings::default();
         self.rundir.secure_item_dir(item)?;
-        let (task, rec, image, env) = self.task_image(item, gpu).await?;
+        let run = self.task_run(item, gpu).await?;
         timings.image_s = Some(t0.elapsed().as_secs_f64());
-        let run = TaskRun {
-            ctx: self,
-            item,
-            task,
-            rec,
-            image,
-            env,
-            gpu,
-            refused: Default::default(),
-        };
         let t = Instant::now();
         let unseen = run.unseen(None).await?;
         timings.unseen_s = Some(t.elapsed().as_secs_f64());
@@ -287,21 +321,11 @@ impl RunContext {
     /// Evaluates a finished task run on the run's hidden set: the agent's declared sources are
     /// staged again from its workspace (as the evaluator took them), and the result gains the
     /// unseen result, written atomically. Its seen result is not touched.
-    pub async fn run_unseen_item(&self, item: &Item, gpu: &Gpu) -> Result<TaskResult> {
+    async fn run_unseen_only(&self, item: &Item, gpu: &Gpu) -> Result<TaskResult> {
         let mut result = self.rundir.load_result(item).ok_or_else(|| {
             RunnerError::Other(format!("{}: no finished result to evaluate", item.label()))
         })?;
-        let (task, rec, image, env) = self.task_image(item, gpu).await?;
-        let run = TaskRun {
-            ctx: self,
-            item,
-            task,
-            rec,
-            image,
-            env,
-            gpu,
-            refused: Default::default(),
-        };
+        let run = self.task_run(item, gpu).await?;
         let staged = run.restage()?;
         let unseen = run.unseen(staged.as_deref()).await;
         let _ = std::fs::remove_dir_all(self.rundir.item_dir(item).join("staged/unseen"));
