@@ -252,7 +252,7 @@ impl Store {
         {
             return Ok(());
         }
-        entries.retain(|e| e.annotations.get(REF_NAME).map(String::as_str) != Some(name));
+        entries.retain(|e| !named(e));
         entries.push(IndexEntry {
             media_type: MEDIA_TYPE_MANIFEST.to_string(),
             digest: manifest.clone(),
