@@ -479,6 +479,16 @@ env = { MODE = "x" }
             }
         }
         names.sort();
-        assert_eq!(names, ["claude-code", "codex", "cursor-agent", "scripted"]);
+        assert_eq!(
+            names,
+            [
+                "claude-code",
+                "claude-code-cuda",
+                "codex",
+                "codex-cuda",
+                "cursor-agent",
+                "scripted"
+            ]
+        );
     }
 }
