@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use arena_image::Lockfile;
+use arena_task::EntryKind;
 
 use crate::error::{OfflineError, Result};
 use crate::manifest::{KitHidden, KitLock};
@@ -52,18 +53,18 @@ pub fn collect(inputs: &PackInputs) -> Result<Collected> {
         .root
         .canonicalize()
         .map_err(|e| OfflineError::io(&inputs.root, e))?;
+    let host = Lockfile::load(&inputs.host_lock)?;
     let mut c = Collected {
         files: BTreeMap::new(),
         locks: Vec::new(),
         host_tools: (
             inputs.host_lock.clone(),
-            lock_entry(&root, &inputs.host_lock)?,
+            lock_entry(&root, &inputs.host_lock, &host)?,
         ),
         agents: Vec::new(),
         hidden: Vec::new(),
     };
     add(&mut c.files, "bin/arenactl".into(), &inputs.arenactl, true)?;
-    let host = Lockfile::load(&inputs.host_lock)?;
     if host.images.len() != 1 || host.images[0].task.is_some() {
         return Err(OfflineError::invalid(
             inputs.host_lock.display(),
@@ -73,7 +74,7 @@ pub fn collect(inputs: &PackInputs) -> Result<Collected> {
     add_lock(&mut c.files, &root, &inputs.host_lock, &host)?;
     for path in &inputs.locks {
         let lock = Lockfile::load(path)?;
-        let entry = lock_entry(&root, path)?;
+        let entry = lock_entry(&root, path, &lock)?;
         let taken = c.locks.iter().map(|(_, l)| l).chain([&c.host_tools.1]);
         if let Some(other) = taken.into_iter().find(|l| l.set == entry.set) {
             return Err(OfflineError::invalid(
@@ -126,12 +127,11 @@ pub fn collect(inputs: &PackInputs) -> Result<Collected> {
     Ok(c)
 }
 
-fn lock_entry(root: &Path, lockfile: &Path) -> Result<KitLock> {
-    let lock = Lockfile::load(lockfile)?;
+fn lock_entry(root: &Path, lockfile: &Path, lock: &Lockfile) -> Result<KitLock> {
     Ok(KitLock {
         bundle: format!("bundles/{}.tar", lock.set),
         lockfile: share_path(root, lockfile)?,
-        set: lock.set,
+        set: lock.set.clone(),
     })
 }
 
@@ -148,7 +148,28 @@ fn add_lock(
     let (set, _) = arena_image::set_recipe(&sets, &lock.set)?;
     let tasks = sets.parent().unwrap_or(Path::new(".")).join(&set.tasks);
     for id in lock.images.iter().filter_map(|i| i.task.as_deref()) {
-        add_tree(files, root, &tasks.join(id))?;
+        add_task(files, root, &tasks.join(id))?;
+    }
+    Ok(())
+}
+
+/// A task's folder as its digest sees it (`arena_task::task_tree`: no `build/` outputs or
+/// caches), so that the kit carries what the lockfile pins and nothing a check left behind.
+fn add_task(files: &mut BTreeMap<String, Source>, root: &Path, dir: &Path) -> Result<()> {
+    let base = share_path(root, dir)?;
+    for e in arena_task::task_tree(dir)? {
+        match e.kind {
+            EntryKind::Dir => {}
+            EntryKind::File { executable, .. } => {
+                add(files, format!("{base}/{}", e.rel), &e.path, executable)?
+            }
+            EntryKind::Symlink { .. } => {
+                return Err(OfflineError::invalid(
+                    e.path.display(),
+                    "a link in a task tree cannot go into a kit (it holds regular files only)",
+                ))
+            }
+        }
     }
     Ok(())
 }
@@ -214,4 +235,95 @@ fn share_path(root: &Path, path: &Path) -> Result<String> {
         ));
     }
     Ok(format!("share/{rel}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const D: &str = "sha256:0000000000000000000000000000000000000000000000000000000000000000";
+
+    fn image(name: &str, task: Option<&str>) -> String {
+        let task = task.map_or(String::new(), |t| {
+            format!("task = \"{t}\"\ntask_digest = \"{D}\"\n")
+        });
+        format!(
+            "[[image]]\nname = \"{name}\"\nderivation = \"{D}\"\nbase = \"scratch\"\n{task}\
+             config = \"{D}\"\nconfig_size = 1\nmanifest = \"{D}\"\nmanifest_size = 1\nlayers = []\n"
+        )
+    }
+
+    fn write(path: &Path, text: &str) {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+
+    /// A checkout with one locked task `t` (plus what a check left in it) and host tools.
+    fn checkout(root: &Path) -> PackInputs {
+        write(
+            &root.join("images/r.toml"),
+            "name = \"r\"\n[base]\nkind = \"scratch\"\n",
+        );
+        write(
+            &root.join("images/sets.toml"),
+            "[[set]]\nname = \"x\"\nrecipe = \"r.toml\"\ntasks = \"../tasks\"\ntask_types = []\n\
+             [[set]]\nname = \"host-tools\"\nrecipe = \"r.toml\"\ntasks = \"../tasks\"\ntask_types = []\n",
+        );
+        let head =
+            |set: &str| format!("version = 1\nset = \"{set}\"\nsets = \"../images/sets.toml\"\n");
+        write(
+            &root.join("lockfiles/x.lock"),
+            &format!("{}{}{}", head("x"), image("r", None), image("t", Some("t"))),
+        );
+        write(
+            &root.join("lockfiles/host-tools.lock"),
+            &format!("{}{}", head("host-tools"), image("host-tools", None)),
+        );
+        write(&root.join("tasks/t/config.yaml"), "x: 1\n");
+        write(&root.join("tasks/t/scripts/run.sh"), "#!/bin/sh\n");
+        crate::tree::set_executable(&root.join("tasks/t/scripts/run.sh"), true).unwrap();
+        write(&root.join("tasks/t/build/performance_report.json"), "{}");
+        write(&root.join("tasks/t/__pycache__/k.cpython-311.pyc"), "x");
+        write(&root.join("bin/arenactl"), "binary");
+        PackInputs {
+            root: root.to_path_buf(),
+            locks: vec![root.join("lockfiles/x.lock")],
+            host_lock: root.join("lockfiles/host-tools.lock"),
+            agents: vec![],
+            hidden: vec![],
+            arenactl: root.join("bin/arenactl"),
+        }
+    }
+
+    #[test]
+    fn a_task_goes_in_as_its_digest_sees_it_and_a_link_in_it_is_refused() {
+        let d = tempfile::tempdir().unwrap();
+        let inputs = checkout(d.path());
+        let c = collect(&inputs).unwrap();
+        let files: Vec<(&str, bool)> = c
+            .files
+            .iter()
+            .map(|(k, s)| (k.as_str(), s.executable))
+            .collect();
+        assert_eq!(
+            files,
+            [
+                ("bin/arenactl", true),
+                ("share/images/sets.toml", false),
+                ("share/lockfiles/host-tools.lock", false),
+                ("share/lockfiles/x.lock", false),
+                ("share/tasks/t/config.yaml", false),
+                ("share/tasks/t/scripts/run.sh", true),
+            ]
+        );
+        assert_eq!(c.locks[0].1.bundle, "bundles/x.tar");
+        assert_eq!(c.host_tools.1.lockfile, "share/lockfiles/host-tools.lock");
+
+        std::os::unix::fs::symlink("config.yaml", d.path().join("tasks/t/alias.yaml")).unwrap();
+        let err = collect(&inputs).err().unwrap().to_string();
+        assert!(
+            err.contains("alias.yaml") && err.contains("a link in a task tree"),
+            "{err}"
+        );
+    }
 }

@@ -72,7 +72,7 @@ pub fn install(
         None => (Store::open(&s.join("store"))?, prefix.join("store")),
     };
     let store = &store;
-    let bytes = unpack_kit(kit, s, progress)?;
+    let (bytes, m) = unpack_kit(kit, s, progress)?;
     let digest = kit_digest(&bytes).to_string();
     if let Some(want) = expect {
         if want != digest {
@@ -86,7 +86,6 @@ pub fn install(
             });
         }
     }
-    let m = KitManifest::parse(&bytes)?;
 
     let mut images = 0;
     let mut new_blobs = 0;

@@ -22,8 +22,12 @@ const MANIFEST_MAX: u64 = 256 << 20;
 type Found = BTreeMap<String, (Digest, u64)>;
 
 /// Reads `kit` (a tar or an extracted kit directory) into `staging`; returns the manifest's
-/// bytes once every file is verified against it.
-pub fn unpack_kit(kit: &Path, staging: &Path, progress: &dyn Progress) -> Result<Vec<u8>> {
+/// bytes, and the manifest, once every file is verified against it.
+pub fn unpack_kit(
+    kit: &Path,
+    staging: &Path,
+    progress: &dyn Progress,
+) -> Result<(Vec<u8>, KitManifest)> {
     let meta = std::fs::metadata(kit).map_err(|e| OfflineError::io(kit, e))?;
     let (bytes, found) = if meta.is_dir() {
         from_dir(kit, staging, progress)?
@@ -38,7 +42,7 @@ pub fn unpack_kit(kit: &Path, staging: &Path, progress: &dyn Progress) -> Result
     for f in &manifest.files {
         set_executable(&staging.join(&f.path), f.executable)?;
     }
-    Ok(bytes)
+    Ok((bytes, manifest))
 }
 
 fn from_tar(kit: &Path, staging: &Path, progress: &dyn Progress) -> Result<(Vec<u8>, Found)> {
@@ -254,7 +258,7 @@ mod tests {
         v
     }
 
-    fn unpack(entries: &[(String, Vec<u8>, tar::EntryType)]) -> Result<Vec<u8>> {
+    fn unpack(entries: &[(String, Vec<u8>, tar::EntryType)]) -> Result<(Vec<u8>, KitManifest)> {
         let d = tempfile::tempdir().unwrap();
         tar_of(entries, &d.path().join("kit.tar"));
         std::fs::create_dir(d.path().join("s")).unwrap();
@@ -267,7 +271,7 @@ mod tests {
         tar_of(&good(), &d.path().join("kit.tar"));
         let s = d.path().join("s");
         std::fs::create_dir(&s).unwrap();
-        let bytes = unpack_kit(&d.path().join("kit.tar"), &s, &NoProgress).unwrap();
+        let (bytes, _) = unpack_kit(&d.path().join("kit.tar"), &s, &NoProgress).unwrap();
         assert_eq!(bytes, manifest());
         assert_eq!(
             std::fs::read(s.join("share/lockfiles/cpu.lock")).unwrap(),
@@ -288,7 +292,7 @@ mod tests {
         }
         let s2 = d.path().join("s2");
         std::fs::create_dir(&s2).unwrap();
-        assert_eq!(unpack_kit(&x, &s2, &NoProgress).unwrap(), manifest());
+        assert_eq!(unpack_kit(&x, &s2, &NoProgress).unwrap().0, manifest());
         std::fs::write(x.join("share/extra"), "x").unwrap();
         let s3 = d.path().join("s3");
         std::fs::create_dir(&s3).unwrap();
