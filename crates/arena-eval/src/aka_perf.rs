@@ -36,8 +36,9 @@ pub const OUTPUT: &str = "output";
 /// Keys of a case that only arena writes (its pairing and its reading of the report): a
 /// harness's report that holds them has them dropped, or a harness could hand the scorer its
 /// own "paired" baseline. Arena's trusted evaluator writes them ([`Writer::Arena`]).
-pub const ARENA_KEYS: [&str; 12] = [
+pub const ARENA_KEYS: [&str; 13] = [
     "baseline_ms",
+    "cycles",
     "baseline_cycles",
     "pairs_ms",
     "compiled_ms",

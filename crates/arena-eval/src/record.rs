@@ -61,7 +61,8 @@ pub struct PerfCase {
     pub extra: BTreeMap<String, serde_json::Value>,
 }
 
-/// A case's paired timing, written only by arena: its trusted evaluator (measure.py,
+/// A case's paired timing (and a simulated task's cycles), written only by arena: its
+/// trusted evaluator (measure.py, simulated.py,
 /// `Session.performance`) or the rounds of a paired self-reported evaluation
 /// (crate::paired). A task harness's report that holds these keys has them dropped
 /// (crate::aka_perf::ARENA_KEYS), so that no kernel hands the scorer its own "paired"
@@ -86,6 +87,13 @@ pub struct Pairing {
     pub compiled_ms: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub compiled_pairs_ms: Option<Vec<[f64; 2]>>,
+    /// A simulated task's cycles (arena_trusted/simulated.py): the judged kernel's, and the
+    /// original's beside it. `execution_time_ms` is the same count at the simulator's
+    /// nominal clock.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cycles: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub baseline_cycles: Option<f64>,
 }
 
 /// What a case's pairs were measured in.

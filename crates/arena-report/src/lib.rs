@@ -5,6 +5,7 @@
 //! task, aggregates per task type and summarizes generalization to unseen configurations.
 
 pub mod aggregate;
+pub mod busy;
 pub mod compare;
 pub mod error;
 pub mod fixture;

@@ -31,6 +31,9 @@ pub struct TimeSummary {
     pub spent_on: Vec<Spent>,
     /// The longest task runs: (task, repeat, seconds), longest first, at most five.
     pub longest: Vec<(String, u32, f64)>,
+    /// How busy each GPU was over the run (crate::busy).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub busy: Option<crate::busy::Busy>,
 }
 
 impl TimeSummary {
@@ -92,6 +95,7 @@ impl TimeSummary {
             phases,
             spent_on,
             longest,
+            busy: crate::busy::Busy::of(results),
         }
     }
 
@@ -129,6 +133,9 @@ impl TimeSummary {
             .map(|(t, r, s)| format!("`{t}` #{r} {s:.1} s"))
             .collect();
         out.push_str(&format!("Longest task runs: {}.\n", longest.join(", ")));
+        if let Some(b) = &self.busy {
+            out.push_str(&format!("\n{}\n", b.line()));
+        }
         out
     }
 }

@@ -93,6 +93,10 @@ pub struct Provenance {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Timings {
     pub total_s: f64,
+    /// When the task run began, in seconds since the Unix epoch (by the runner's clock): with
+    /// `total_s` and the result's GPU, what a report needs to say how busy each GPU was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_unix_s: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub image_s: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

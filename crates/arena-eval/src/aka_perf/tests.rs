@@ -190,7 +190,7 @@ fn a_report_cannot_hand_the_scorer_pairs_of_its_own() {
         r#"[{"test_case_id":"perf1","execution_time_ms":1.0,"baseline_ms":1000.0,
              "pairs_ms":[[1000.0,1.0],[1000.0,1.0]],"paired_by":"round","params":{"n":4},
              "compiled_ms":1000.0,"compiled_pairs_ms":[[1000.0,1.0],[1000.0,1.0]],
-             "baseline_cycles":1000000}]"#,
+             "cycles":1,"baseline_cycles":1000000}]"#,
     )]);
     let r = read_run(d.path(), "triton2triton", Side::Candidate, Writer::Harness).unwrap();
     let c = &r.cases[0];
@@ -200,7 +200,8 @@ fn a_report_cannot_hand_the_scorer_pairs_of_its_own() {
         "paired_by",
         "compiled_ms",
         "compiled_pairs_ms",
-        // The report page's cycles of the original (a simulated task's).
+        // The report page's cycles (a simulated task's).
+        "cycles",
         "baseline_cycles",
     ] {
         assert!(!c.extra.contains_key(k), "{k} kept: {c:?}");

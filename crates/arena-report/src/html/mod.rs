@@ -112,6 +112,13 @@ fn time_tables(t: &crate::time::TimeSummary) -> String {
         t.total_s / 60.0,
         t.device_hours
     );
+    if let Some(b) = &t.busy {
+        let _ = write!(
+            out,
+            "<p class=\"muted\" id=\"gpu-busy\">{}</p>",
+            esc(&b.line())
+        );
+    }
     for (id, head, lines) in [
         ("time-phases", "phase", &t.phases),
         ("time-spent", "spent on", &t.spent_on),

@@ -11,11 +11,6 @@ use crate::generalization::task_generalization;
 use crate::score::paired_baseline;
 use crate::{Report, TaskResult};
 
-/// A case's simulated cycles (`cycles`, or the original's `baseline_cycles`), where a
-/// simulated task's evaluator measured them (docs/simulated-tasks.md).
-fn cycles(c: &PerfCase, key: &str) -> Option<f64> {
-    c.extra.get(key).and_then(|v| v.as_f64())
-}
 
 /// `visible`: the cases of the task's own shapes, whose parameters may be shown; unseen
 /// configurations are named by index only, whatever a harness put into their records.
@@ -24,7 +19,7 @@ fn cases_table(title: &str, base: &[PerfCase], cand: &[PerfCase], visible: bool)
     if cand.is_empty() && base.is_empty() {
         return String::new();
     }
-    let simulated = !cand.is_empty() && cand.iter().all(|c| cycles(c, "cycles").is_some());
+    let simulated = !cand.is_empty() && cand.iter().all(|c| c.pairing.cycles.is_some());
     let unit = if simulated { "cycles" } else { "ms" };
     let mut out = format!(
         "<table class=\"cases\"><caption>{}</caption><tr><th>case</th><th>shape</th>\
@@ -58,8 +53,8 @@ fn cases_table(title: &str, base: &[PerfCase], cand: &[PerfCase], visible: bool)
             .unwrap_or_default();
         let (original, candidate) = if simulated {
             (
-                num("original_cycles", cycles(c, "baseline_cycles"), 0),
-                num("candidate_cycles", cycles(c, "cycles"), 0),
+                num("original_cycles", c.pairing.baseline_cycles, 0),
+                num("candidate_cycles", c.pairing.cycles, 0),
             )
         } else {
             (

@@ -234,6 +234,7 @@ impl Engine {
             hidden: parts.hidden,
             attempt: crate::task_run::new_attempt(),
             resources: self.resources.clone(),
+            imports: Default::default(),
         }
     }
 
@@ -254,12 +255,22 @@ impl Engine {
         tokio::spawn(
             async move {
                 tracing::info!("run started");
-                let (c2, h2) = (ctx.clone(), h.clone());
+                let (c2, h2, c3) = (ctx.clone(), h.clone(), ctx.clone());
                 schedule(
                     todo,
                     pool,
                     cancel_rx.clone(),
                     Item::label,
+                    move |item| {
+                        let ctx = c3.clone();
+                        let item = item.clone();
+                        // In a task of its own: a panic while importing ahead must not take
+                        // the queue down with it (the task run imports again, and reports).
+                        async move {
+                            let _ =
+                                tokio::spawn(async move { ctx.images_ready(&item).await }).await;
+                        }
+                    },
                     move |item, gpu| {
                         let (ctx, h) = (c2.clone(), h2.clone());
                         let span = tracing::info_span!(

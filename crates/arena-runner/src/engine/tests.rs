@@ -113,8 +113,9 @@ async fn an_engine_failure_is_an_infrastructure_error_never_a_result_and_is_retr
 async fn a_panic_in_a_task_run_returns_its_gpu_and_is_recorded() {
     let f = Fixture::new();
     let a = f.agent("fast", "write:speed=2", "");
-    // The first ensure_image is the check at submit; the second, the task run's own.
-    f.fake.panic_nth("ensure_image", TASKS[0], 2);
+    // Before the task run's own ensure_image: the checks at submit, and the import the
+    // queue makes before the task run takes a GPU.
+    f.fake.panic_nth("ensure_image", TASKS[0], 3);
     let (h, state) = f.run(&a, "out").await;
     assert_eq!(state, RunState::Failed);
     let errors = messages(&h, EventKind::TaskError);
@@ -131,6 +132,22 @@ async fn a_panic_in_a_task_run_returns_its_gpu_and_is_recorded() {
         1
     );
     assert_eq!(f.engine.pool.busy_with(0), None);
+}
+
+/// The queue imports a task run's images before it takes a GPU; a panic there is the
+/// import's alone: the task run imports again and the run ends with every result.
+#[tokio::test]
+async fn a_panic_while_importing_ahead_leaves_the_queue_running() {
+    let f = Fixture::new();
+    let a = f.agent("fast", "write:speed=2", "");
+    f.fake.panic_nth("ensure_image", TASKS[0], 2);
+    let (h, state) = f.run(&a, "out").await;
+    assert_eq!(state, RunState::Done);
+    assert!(messages(&h, EventKind::TaskError).is_empty());
+    assert_eq!(
+        h.rundir.result_set(&h.record.run_id, &h.items).tasks.len(),
+        2
+    );
 }
 
 #[tokio::test]

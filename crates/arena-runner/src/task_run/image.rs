@@ -52,8 +52,8 @@ impl RunContext {
             .ok_or_else(|| RunnerError::Other(format!("{}: task not loaded", item.task_id)))?;
         let rec = self.record_of(&task.id)?;
         let image = self
-            .rt
-            .ensure_image(&self.store, rec)
+            .imports
+            .ensure(self.rt.as_ref(), &self.store, rec)
             .await
             .map_err(|e| self.runtime_err(item, e))?;
         let env = image_env(&self.store, rec)?;
@@ -89,8 +89,8 @@ impl RunContext {
                 )
             })?;
         let img = self
-            .rt
-            .ensure_image(&self.store, r)
+            .imports
+            .ensure(self.rt.as_ref(), &self.store, r)
             .await
             .map_err(|e| self.runtime_err(item, e))?;
         Ok(Some((img, image_env(&self.store, r)?)))

@@ -13,6 +13,7 @@ mod edge_tests;
 mod evaluate;
 mod files;
 mod image;
+pub(crate) mod import_once;
 #[cfg(test)]
 mod paired_tests;
 pub(crate) mod phase;
@@ -115,6 +116,19 @@ pub struct RunContext {
     /// This runner start's part of container names ([`new_attempt`]).
     pub attempt: String,
     pub resources: crate::resources::Resources,
+    /// The run's imports, one per image (import_once.rs).
+    pub imports: import_once::ImportOnce,
+}
+
+/// Timings of a task run that begins now: its wall-clock start, the rest to be filled in.
+fn started_now() -> Timings {
+    let since_epoch = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64());
+    Timings {
+        started_unix_s: Some(since_epoch),
+        ..Timings::default()
+    }
 }
 
 fn short_hash(s: &str) -> String {
@@ -266,7 +280,7 @@ impl RunContext {
 
     async fn run_full(&self, item: &Item, gpu: &Gpu) -> Result<TaskResult> {
         let t0 = Instant::now();
-        let mut timings = Timings::default();
+        let mut timings = started_now();
         self.rundir.secure_item_dir(item)?;
         let run = self.task_run(item, gpu).await?;
         let agent_image = self.agent_image(item).await?;
@@ -307,7 +321,7 @@ impl RunContext {
     /// original passed.
     async fn run_probe(&self, item: &Item, gpu: &Gpu) -> Result<TaskResult> {
         let t0 = Instant::now();
-        let mut timings = Timings::default();
+        let mut timings = started_now();
         self.rundir.secure_item_dir(item)?;
         let run = self.task_run(item, gpu).await?;
         timings.image_s = Some(t0.elapsed().as_secs_f64());
