@@ -11,7 +11,6 @@ use crate::generalization::task_generalization;
 use crate::score::paired_baseline;
 use crate::{Report, TaskResult};
 
-
 /// `visible`: the cases of the task's own shapes, whose parameters may be shown; unseen
 /// configurations are named by index only, whatever a harness put into their records.
 /// Cases timed in simulated cycles show the cycles, not their nominal milliseconds.
