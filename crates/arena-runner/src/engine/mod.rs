@@ -266,9 +266,9 @@ impl Engine {
                         let item = item.clone();
                         // In a task of its own: a panic while importing ahead must not take
                         // the queue down with it (the task run imports again, and reports).
+                        let import = async move { ctx.images_ready(&item, work).await };
                         async move {
-                            let _ =
-                                tokio::spawn(async move { ctx.images_ready(&item).await }).await;
+                            let _ = tokio::spawn(import.in_current_span()).await;
                         }
                     },
                     move |item, gpu| {

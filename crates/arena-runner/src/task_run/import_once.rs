@@ -14,7 +14,7 @@ use arena_image::{ImageRecord, Store};
 use arena_runtime::{ContainerRuntime, ImageRef, RuntimeError};
 use tokio::sync::OnceCell;
 
-use super::RunContext;
+use super::{Pipeline, RunContext};
 use arena_run::{AgentImage, Item};
 
 /// Per manifest digest, the run's one import of that image.
@@ -78,13 +78,14 @@ impl ImportOnce {
 }
 
 impl RunContext {
-    /// Has the images `item` runs in (the task's and a locked agent image) imported, for the
-    /// scheduler to await before the item takes a GPU. A failure is only logged: the task
-    /// run meets it again and reports it as its own.
-    pub async fn images_ready(&self, item: &Item) {
+    /// Has the images a task run of `item` in `pipeline` runs in imported (the task's, and
+    /// a locked agent image where the pipeline runs the agent), for the scheduler to await
+    /// before the item takes a GPU. A failure is only logged: the task run meets it again
+    /// and reports it as its own.
+    pub async fn images_ready(&self, item: &Item, pipeline: Pipeline) {
         let mut wanted: Vec<&ImageRecord> =
             self.lock.task_image(&item.task_id).into_iter().collect();
-        if let AgentImage::Locked(name) = &self.agent.image {
+        if let (AgentImage::Locked(name), Pipeline::Full) = (&self.agent.image, pipeline) {
             wanted.extend(self.lock.images.iter().find(|r| &r.name == name));
         }
         for rec in wanted {
