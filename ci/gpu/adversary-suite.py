@@ -189,7 +189,13 @@ def run_evaluator(evaluator, work, timeout):
     """The evaluator on `work`/job.json, as the runner starts it; returns its stderr. One that
     runs past `timeout` is sent SIGABRT first, and its Python stacks (faulthandler) end the
     text: where it waited."""
-    p = subprocess.Popen([sys.executable, "-I", "-B", "-X", "faulthandler", evaluator, os.path.join(work, "job.json")], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    argv = [sys.executable, "-I", "-B", "-X", "faulthandler"]
+    # ARENA_SUITE_PROFILE=DIR: each evaluation's evaluator process under cProfile, its
+    # profile in DIR (where an evaluation's time goes; kernel processes are not profiled).
+    if os.environ.get("ARENA_SUITE_PROFILE"):
+        os.makedirs(os.environ["ARENA_SUITE_PROFILE"], exist_ok=True)
+        argv += ["-m", "cProfile", "-o", os.path.join(os.environ["ARENA_SUITE_PROFILE"], f"{os.path.basename(work)}-{time.time_ns()}.prof")]
+    p = subprocess.Popen(argv + [evaluator, os.path.join(work, "job.json")], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         return p.communicate(timeout=timeout)[1]
     except subprocess.TimeoutExpired:

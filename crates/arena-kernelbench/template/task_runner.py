@@ -101,11 +101,23 @@ def init_key(config):
         raise TypeError(f"{PROBLEM}: get_init_inputs() returns something that is not plain data: {e}") from None
 
 
+def _seed(torch, seed):
+    """torch.manual_seed(seed) for the generators a problem can draw from, the CPU's and every
+    CUDA device's: the same draws. torch.manual_seed also seeds XPU and MTIA, and where those
+    are absent each call queues a lazy call for them with its formatted Python stack (on a
+    machine without CUDA, one for CUDA too), once per timed call here: arena's derived
+    harnesses lost a third of an evaluation to the same (docs/measurements.md, stop 54)."""
+    seed = int(seed)
+    if torch.cuda.is_available() and not torch.cuda._is_in_bad_fork():
+        torch.cuda.manual_seed_all(seed)
+    torch.default_generator.manual_seed(seed)
+
+
 def make_inputs(config, seed):
     """(init key, *get_inputs()) under `seed`, tensors on the task's device."""
     torch = _torch()
     m = problem(config)
-    torch.manual_seed(seed)
+    _seed(torch, seed)
     device = _device()
     # Made on the device itself (a fresh draw per call; KernelBench's sizes run to gigabytes,
     # which the CPU would take seconds to draw for a GPU).

@@ -176,16 +176,19 @@ class Derived:
         saved = {n: getattr(r, n) for n in (self.cases_name, "load_module")}
         seeds = {n: getattr(torch, n) for n in ("manual_seed",)}
         cuda_seeds = {n: getattr(torch.cuda, n) for n in ("manual_seed", "manual_seed_all")}
+        # What the runner's torch.manual_seed does here: the same generators seeded the same
+        # way, without the cost of the original's other backends (_seed_torch).
+        seeded = {"manual_seed": _seed_torch}
         assert_close = torch.testing.assert_close
         cwd = os.getcwd()
         try:
             setattr(r, self.cases_name, [config])
             r.load_module = lambda: rec.proxy
-            for table, orig in ((torch, seeds), (torch.cuda, cuda_seeds)):
+            for table, orig in ((torch, seeded), (torch.cuda, cuda_seeds)):
                 for n, f in orig.items():
                     setattr(table, n, lambda s, f=f: f(_mix(seed, s)))
             torch.testing.assert_close = rec.tracker.assert_close(assert_close)
-            seeds["manual_seed"](_mix(seed, "start"))
+            _seed_torch(_mix(seed, "start"))
             os.chdir(self.root)
             if inputs_only:
                 try:
@@ -419,6 +422,20 @@ def gpu_types():
     import gpu
 
     return gpu.DTYPES
+
+
+def _seed_torch(s):
+    """torch.manual_seed(s) for the generators a task can use: the CPU's, and every CUDA
+    device's where CUDA is there. The same generators seeded with the same value, so the same
+    draws. torch.manual_seed also seeds XPU and MTIA, and where those are absent each call
+    queues a lazy call for them with its formatted Python stack (and, on a machine without
+    CUDA, one for CUDA too): about 0.8 ms a call, twice per timed call of a derived harness,
+    23.6 s of a 51 s evaluation on an H200 (docs/measurements.md, stop 54), and a queue that
+    never empties."""
+    s = int(s)
+    if torch.cuda.is_available() and not torch.cuda._is_in_bad_fork():
+        torch.cuda.manual_seed_all(s)
+    return torch.default_generator.manual_seed(s)
 
 
 def _mix(seed, *parts):
