@@ -91,9 +91,9 @@ pub struct Pairing {
     /// original's beside it. `execution_time_ms` is the same count at the simulator's
     /// nominal clock.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cycles: Option<f64>,
+    pub cycles: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub baseline_cycles: Option<f64>,
+    pub baseline_cycles: Option<u64>,
 }
 
 /// What a case's pairs were measured in.

@@ -87,6 +87,7 @@ macro_rules! files {
 }
 
 files!(
+    "admits.py",
     "child.py",
     "clean.py",
     "copies.py",

@@ -52,8 +52,12 @@ fn cases_table(title: &str, base: &[PerfCase], cand: &[PerfCase], visible: bool)
             .unwrap_or_default();
         let (original, candidate) = if simulated {
             (
-                num("original_cycles", c.pairing.baseline_cycles, 0),
-                num("candidate_cycles", c.pairing.cycles, 0),
+                num(
+                    "original_cycles",
+                    c.pairing.baseline_cycles.map(|n| n as f64),
+                    0,
+                ),
+                num("candidate_cycles", c.pairing.cycles.map(|n| n as f64), 0),
             )
         } else {
             (

@@ -249,8 +249,8 @@ fn cases_timed_in_cycles_show_their_cycles() {
     let cand = &mut results[0].candidate.performance;
     assert!(!cand.is_empty());
     for c in cand.iter_mut() {
-        c.pairing.cycles = Some(11596.0);
-        c.pairing.baseline_cycles = Some(22652.0);
+        c.pairing.cycles = Some(11596);
+        c.pairing.baseline_cycles = Some(22652);
     }
     let (_, html) = page(&results);
     assert!(html.contains("<th>original cycles</th><th>candidate cycles</th>"));

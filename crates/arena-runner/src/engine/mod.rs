@@ -245,6 +245,10 @@ impl Engine {
         let cancel_rx = h.cancel.subscribe();
         let ctx = Arc::new(self.context(parts, h.events.clone(), cancel_rx.clone()));
         let pool = self.pool.clone();
+        // Images are imported ahead (while the GPUs work on the task runs before) where the
+        // slots are devices. A runner of CPU slots times its kernels on the cores an import
+        // would take: there each task run imports its own images in its turn, as before.
+        let ahead = pool.gpus().iter().any(|g| g.kind != "none");
         let run_span = tracing::info_span!(
             "run",
             run_id = %h.record.run_id,
@@ -262,13 +266,14 @@ impl Engine {
                     cancel_rx.clone(),
                     Item::label,
                     move |item| {
-                        let ctx = c3.clone();
-                        let item = item.clone();
+                        let (ctx, item) = (c3.clone(), item.clone());
                         // In a task of its own: a panic while importing ahead must not take
                         // the queue down with it (the task run imports again, and reports).
                         let import = async move { ctx.images_ready(&item, work).await };
                         async move {
-                            let _ = tokio::spawn(import.in_current_span()).await;
+                            if ahead {
+                                let _ = tokio::spawn(import.in_current_span()).await;
+                            }
                         }
                     },
                     move |item, gpu| {

@@ -150,6 +150,28 @@ async fn a_panic_while_importing_ahead_leaves_the_queue_running() {
     );
 }
 
+/// Device slots import each task run's images before it takes one (one more ensure_image per
+/// task run than its own); CPU slots do not, as their kernels are timed on the cores an
+/// import would take.
+#[tokio::test]
+async fn only_device_slots_import_ahead() {
+    let mut counts = Vec::new();
+    for gpus in ["fake:1", "cpu:1"] {
+        let f = Fixture::with_gpus(gpus);
+        let a = f.agent("fast", "write:speed=2", "");
+        let (_, state) = f.run(&a, "out").await;
+        assert_eq!(state, RunState::Done);
+        let ensured = f
+            .fake
+            .calls()
+            .iter()
+            .filter(|c| c.starts_with("ensure_image "))
+            .count();
+        counts.push(ensured);
+    }
+    assert_eq!(counts[0], counts[1] + TASKS.len(), "{counts:?}");
+}
+
 #[tokio::test]
 async fn a_panic_inside_a_container_lifecycle_is_an_infrastructure_error_too() {
     let f = Fixture::new();

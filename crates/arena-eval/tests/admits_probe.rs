@@ -1,0 +1,80 @@
+//! The evaluator's probe for checks that cannot tell inputs apart (trusted/arena_trusted/
+//! admits.py), run by the host's python3 with stand-ins for a session and its harness: a
+//! check that passes other inputs' references three times in a row admits them; one that fails
+//! any of them, or cannot compare them, does not; a derived harness is not probed. How
+//! measure.py acts on it was checked on a GPU against a kernel that keeps answers
+//! (docs/measurements.md, stop 54).
+
+use std::process::Command;
+
+const SCRIPT: &str = r#"
+import json, sys
+sys.path.insert(0, sys.argv[1])
+import admits
+
+class Harness:
+    def __init__(self, passes):
+        self.passes = passes
+        self.seen = 0
+    def check(self, got, want):
+        self.seen += 1
+        if self.seen > self.passes:
+            raise AssertionError("told apart")
+
+class Broken:
+    def check(self, got, want):
+        raise RuntimeError("cannot compare")
+
+class Session:
+    def __init__(self, h):
+        self.h = h
+        self.fresh_calls = 0
+    def fresh(self, i, purpose):
+        self.fresh_calls += 1
+        return (), ("reference", i, purpose, self.fresh_calls)
+
+out = {}
+for passes in (0, 1, 2, 3, 9):
+    s = Session(Harness(passes))
+    out[f"passes_{passes}"] = [admits.admits_other_inputs(s, 0, "other", "want"), s.fresh_calls]
+s = Session(Broken())
+out["broken"] = [admits.admits_other_inputs(s, 0, "other", "want"), s.fresh_calls]
+d = Harness(9)
+d.make_case = lambda *a: None
+s = Session(d)
+out["derived"] = [admits.admits_other_inputs(s, 0, "other", "want"), d.seen]
+class T:
+    def __init__(self, n, size):
+        self.n, self.size = n, size
+    def numel(self):
+        return self.n
+    def element_size(self):
+        return self.size
+out["nbytes"] = admits.nbytes((T(10, 4), [T(3, 2)], "x", 5))
+print(json.dumps(out))
+"#;
+
+#[test]
+fn a_check_admits_other_inputs_only_when_it_passes_three_in_a_row() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/trusted/arena_trusted");
+    let o = Command::new("python3")
+        .args(["-I", "-B", "-c", SCRIPT, dir])
+        .output()
+        .expect("python3");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    // [admits, fresh references made]: a sensitive check costs one comparison and no fresh
+    // reference; each further probe is one fresh reference.
+    assert_eq!(v["passes_0"], serde_json::json!([false, 0]));
+    assert_eq!(v["passes_1"], serde_json::json!([false, 1]));
+    assert_eq!(v["passes_2"], serde_json::json!([false, 2]));
+    assert_eq!(v["passes_3"], serde_json::json!([true, 2]));
+    assert_eq!(v["passes_9"], serde_json::json!([true, 2]));
+    assert_eq!(
+        v["broken"],
+        serde_json::json!([false, 0]),
+        "an error is not a pass"
+    );
+    assert_eq!(v["derived"], serde_json::json!([false, 0]), "not probed");
+    assert_eq!(v["nbytes"], 46);
+}
