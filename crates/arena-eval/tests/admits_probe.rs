@@ -1,7 +1,9 @@
 //! The evaluator's probe for checks that cannot tell inputs apart (trusted/arena_trusted/
 //! admits.py), run by the host's python3 with stand-ins for a session and its harness: a
 //! check that passes other inputs' references three times in a row admits them; one that fails
-//! any of them, or cannot compare them, does not; a derived harness is not probed. How
+//! any of them, or cannot compare them, does not; a derived harness is not probed; a
+//! configuration is probed once, from its second correctness call, and named as the session
+//! names it (by index where it is hidden). How
 //! measure.py acts on it was checked on a GPU against a kernel that keeps answers
 //! (docs/measurements.md, stop 54).
 
@@ -26,12 +28,19 @@ class Broken:
         raise RuntimeError("cannot compare")
 
 class Session:
-    def __init__(self, h):
+    def __init__(self, h, fresh_fails=False):
         self.h = h
         self.fresh_calls = 0
+        self.fresh_fails = fresh_fails
+        self.admits = {}
+        self.warnings = []
     def fresh(self, i, purpose):
         self.fresh_calls += 1
+        if self.fresh_fails:
+            raise MemoryError("out of memory making another input")
         return (), ("reference", i, purpose, self.fresh_calls)
+    def name(self, i):
+        return f"unseen configuration {i} (edge_case)"
 
 out = {}
 for passes in (0, 1, 2, 3, 9):
@@ -39,6 +48,21 @@ for passes in (0, 1, 2, 3, 9):
     out[f"passes_{passes}"] = [admits.admits_other_inputs(s, 0, "other", "want"), s.fresh_calls]
 s = Session(Broken())
 out["broken"] = [admits.admits_other_inputs(s, 0, "other", "want"), s.fresh_calls]
+s = Session(Harness(9), fresh_fails=True)
+out["fresh_fails"] = [admits.admits_other_inputs(s, 0, "other", "want"), s.fresh_calls]
+# probe(): the first reference of a configuration is kept, the second probes, once.
+s = Session(Harness(9))
+kept = {}
+steps = []
+for want in ("w1", "w2", "w3"):
+    admits.probe(s, 4, want, kept)
+    steps.append([s.admits.get(4), sorted(kept)])
+out["probe"] = {"steps": steps, "warnings": s.warnings}
+s = Session(Harness(0))
+kept = {}
+for want in ("w1", "w2"):
+    admits.probe(s, 1, want, kept)
+out["probe_sensitive"] = {"admits": s.admits, "warnings": s.warnings}
 d = Harness(9)
 d.make_case = lambda *a: None
 s = Session(d)
@@ -77,4 +101,25 @@ fn a_check_admits_other_inputs_only_when_it_passes_three_in_a_row() {
     );
     assert_eq!(v["derived"], serde_json::json!([false, 0]), "not probed");
     assert_eq!(v["nbytes"], 46);
+    assert_eq!(
+        v["fresh_fails"],
+        serde_json::json!([false, 1]),
+        "a failure to make another input is not the kernel's"
+    );
+    // Kept, then probed (and the probe's outcome kept), then left alone.
+    assert_eq!(
+        v["probe"]["steps"],
+        serde_json::json!([[null, [4]], [true, []], [true, []]])
+    );
+    let warnings = v["probe"]["warnings"].as_array().unwrap();
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    let w = warnings[0].as_str().unwrap();
+    assert!(
+        w.starts_with("tolerance_admits_other_inputs: for unseen configuration 4 (edge_case)"),
+        "named as the session names it (by index where hidden): {w}"
+    );
+    assert_eq!(
+        v["probe_sensitive"],
+        serde_json::json!({"admits": {"1": false}, "warnings": []})
+    );
 }

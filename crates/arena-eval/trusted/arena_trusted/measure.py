@@ -240,18 +240,7 @@ class Session:
                 for _ in range(trials):
                     _, wants = self.batch(kernel, i, 1, "correctness", "correctness")
                     refs.add(self.data.fingerprint(wants[0]))
-                    if i in self.admits:
-                        continue
-                    if i in kept:
-                        self.admits[i] = admits.admits_other_inputs(self, i, kept.pop(i), wants[0])
-                        if self.admits[i]:
-                            self.warnings.append(
-                                f"tolerance_admits_other_inputs: for {self.name(i)}, the task's own check passes "
-                                "the reference outputs of other inputs: a kernel that hands back an earlier answer "
-                                "cannot be told from one that computes, so no speedup is credited on it"
-                            )
-                    elif admits.nbytes(wants[0]) <= admits.MAX_BYTES:
-                        kept[i] = wants[0]
+                    admits.probe(self, i, wants[0], kept)
         except (CheckFailed, KernelFailed) as e:
             return False, {"status": "fail", "error": str(e), "num_shapes": len(self.configs)}
         report = {"status": "ok", "error": None, "num_shapes": len(self.configs)}
@@ -274,10 +263,12 @@ class Session:
         other kernel's memory may be what it lacked."""
         trials = int(self.job.get("trials", 2))
         passed, errors = [], {}
+        kept = {}
         for i in range(len(self.configs)):
             try:
                 for _ in range(trials):
-                    self.batch(kernel, i, 1, "correctness", "correctness")
+                    _, wants = self.batch(kernel, i, 1, "correctness", "correctness")
+                    admits.probe(self, i, wants[0], kept)
                 passed.append(True)
             except CheckFailed as e:
                 passed.append(False)
