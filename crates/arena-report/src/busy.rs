@@ -35,7 +35,7 @@ impl Busy {
         let runs: Vec<(u32, f64, f64, f64)> = results
             .iter()
             .filter_map(|r| {
-                let gpu = r.gpu.as_ref().filter(|g| g.kind != "none")?;
+                let gpu = r.gpu.as_ref().filter(|g| g.is_device())?;
                 let t = r.timings.as_ref()?;
                 Some((
                     gpu.index,

@@ -75,7 +75,7 @@ impl TimeSummary {
         ];
         let device_s: f64 = timed
             .iter()
-            .filter(|(r, _)| r.gpu.as_ref().is_some_and(|g| g.kind != "none"))
+            .filter(|(r, _)| r.gpu.as_ref().is_some_and(|g| g.is_device()))
             .map(|(_, t)| t.total_s)
             .sum();
         let mut longest: Vec<(String, u32, f64)> = timed

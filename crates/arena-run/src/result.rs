@@ -221,6 +221,16 @@ pub struct GpuRecord {
     pub kind: String,
 }
 
+impl GpuRecord {
+    /// The kind of a CPU slot: a task run on it held no device.
+    pub const CPU_SLOT: &'static str = "none";
+
+    /// Whether the task run held a device (not a CPU slot).
+    pub fn is_device(&self) -> bool {
+        self.kind != Self::CPU_SLOT
+    }
+}
+
 /// The original and the agent's kernel evaluated on the same hidden unseen configurations.
 /// Configurations are named by index and category only: nothing here says what they are.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -29,7 +29,7 @@ pub fn image_env(store: &Store, rec: &ImageRecord) -> Result<Vec<String>> {
 }
 
 impl RunContext {
-    fn record_of(&self, task_id: &str) -> Result<&ImageRecord> {
+    pub(super) fn record_of(&self, task_id: &str) -> Result<&ImageRecord> {
         self.lock.task_image(task_id).ok_or_else(|| {
             RunnerError::invalid(
                 &self.record.image_lock,
@@ -70,24 +70,28 @@ impl RunContext {
         Ok((task, rec, image, env))
     }
 
-    /// The image the agent runs in: the task's own, or another locked image, with its
-    /// environment.
-    pub(super) async fn agent_image(&self, item: &Item) -> Result<Option<(ImageRef, Vec<String>)>> {
+    /// The locked image the agent file names (`image = "lock:NAME"`); None where the agent
+    /// runs in the task's own image.
+    pub(super) fn agent_record(&self) -> Result<Option<&ImageRecord>> {
         let AgentImage::Locked(name) = &self.agent.image else {
             return Ok(None);
         };
-        let r = self
-            .lock
-            .images
-            .iter()
-            .find(|r| &r.name == name)
-            .ok_or_else(|| {
-                RunnerError::invalid(
-                    self.agent.file.display(),
-                    "image",
-                    format!("lock:{name} is not in the lockfile"),
-                )
-            })?;
+        let r = self.lock.images.iter().find(|r| &r.name == name);
+        r.map(Some).ok_or_else(|| {
+            RunnerError::invalid(
+                self.agent.file.display(),
+                "image",
+                format!("lock:{name} is not in the lockfile"),
+            )
+        })
+    }
+
+    /// The image the agent runs in: the task's own, or another locked image, with its
+    /// environment.
+    pub(super) async fn agent_image(&self, item: &Item) -> Result<Option<(ImageRef, Vec<String>)>> {
+        let Some(r) = self.agent_record()? else {
+            return Ok(None);
+        };
         let img = self
             .imports
             .ensure(self.rt.as_ref(), &self.store, r)

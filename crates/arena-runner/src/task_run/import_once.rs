@@ -15,7 +15,7 @@ use arena_runtime::{ContainerRuntime, ImageRef, RuntimeError};
 use tokio::sync::OnceCell;
 
 use super::{Pipeline, RunContext};
-use arena_run::{AgentImage, Item};
+use arena_run::Item;
 
 /// Per manifest digest, the run's one import of that image.
 #[derive(Default)]
@@ -83,10 +83,11 @@ impl RunContext {
     /// before the item takes a GPU. A failure is only logged: the task run meets it again
     /// and reports it as its own.
     pub async fn images_ready(&self, item: &Item, pipeline: Pipeline) {
+        // The task run's own lookups: one that fails here fails there too, and is reported.
         let mut wanted: Vec<&ImageRecord> =
-            self.lock.task_image(&item.task_id).into_iter().collect();
-        if let (AgentImage::Locked(name), Pipeline::Full) = (&self.agent.image, pipeline) {
-            wanted.extend(self.lock.images.iter().find(|r| &r.name == name));
+            self.record_of(&item.task_id).ok().into_iter().collect();
+        if pipeline == Pipeline::Full {
+            wanted.extend(self.agent_record().ok().flatten());
         }
         for rec in wanted {
             if let Err(e) = self
