@@ -36,15 +36,31 @@ _spec = importlib.util.spec_from_file_location("trusted_check", os.path.join(ROO
 tc = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(tc)
 
+# Where the preamble finds the task's own kernel: `_original.py` beside the candidate, or (a
+# candidate sent alone, as the Evaluate API and an agent's edit send it) embedded in it,
+# compiled under that same name with its lines in linecache, where Triton's `jit` reads a
+# kernel's source (inspect.getsource).
+LOAD_BESIDE = '''_spec = _ilu.spec_from_file_location("_arena_original", _os.path.join(_os.path.dirname(_os.path.abspath(__file__)), "_original.py"))
+_orig = _ilu.module_from_spec(_spec)
+_spec.loader.exec_module(_orig)'''
+LOAD_EMBEDDED = '''import linecache as _lc
+import types as _types
+
+_src = {src!r}
+_name = _os.path.join(_os.path.dirname(_os.path.abspath(__file__)), "_original.py")
+_lc.cache[_name] = (len(_src), None, _src.splitlines(True), _name)
+_orig = _types.ModuleType("_arena_original")
+_orig.__file__ = _name
+_sys.modules["_arena_original"] = _orig
+exec(compile(_src, _name, "exec"), _orig.__dict__)'''
+
 PREAMBLE = '''# ---- arena's adversary preamble (ci/gpu/adversary-suite.py) ----
 import gc as _gc
 import importlib.util as _ilu
 import os as _os
 import sys as _sys
 
-_spec = _ilu.spec_from_file_location("_arena_original", _os.path.join(_os.path.dirname(_os.path.abspath(__file__)), "_original.py"))
-_orig = _ilu.module_from_spec(_spec)
-_spec.loader.exec_module(_orig)
+{load}
 ENTRY = {entry!r}
 _honest = getattr(_orig, ENTRY)
 
@@ -168,6 +184,13 @@ def doc(name):
     return ast.get_docstring(ast.parse(open(os.path.join(ATTACKS, name + ".py")).read())) or ""
 
 
+def candidate_source(entry, attack, original=None):
+    """An attack's kernel file: the preamble, then the attack. The task's own kernel is
+    `_original.py` beside it, or where `original` (its text) is given, embedded in it."""
+    load = LOAD_BESIDE if original is None else LOAD_EMBEDDED.format(src=original)
+    return PREAMBLE.format(entry=entry, load=load) + open(os.path.join(ATTACKS, attack + ".py")).read()
+
+
 def setup(work, task, attack, args):
     tdir, harness, rel, entry = TASKS[task]
     tc.copy_kernels(work, tdir, rel)
@@ -175,7 +198,7 @@ def setup(work, task, attack, args):
         cand = os.path.join(work, "kernel", "candidate", rel)
         shutil.copy(cand, os.path.join(os.path.dirname(cand), "_original.py"))
         with open(cand, "w") as f:
-            f.write(PREAMBLE.format(entry=entry) + open(os.path.join(ATTACKS, attack + ".py")).read())
+            f.write(candidate_source(entry, attack))
     return tc.write_job(work, harness, args.cases, args.pairs, True, args.sessions)
 
 

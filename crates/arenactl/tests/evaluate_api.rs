@@ -457,6 +457,8 @@ fn a_deadline_stops_the_evaluation_and_the_next_request_gets_a_fresh_evaluator()
             LOCK,
             "--task",
             PREFIX_SUM,
+            "--trusted-pairs",
+            "2",
             "--json",
         ])
         .arg("--candidate")
@@ -471,6 +473,14 @@ fn a_deadline_stops_the_evaluation_and_the_next_request_gets_a_fresh_evaluator()
     assert_eq!(v["correct"], true, "{v}");
     assert_eq!(v["warm"], true, "{v}");
     assert_eq!(v["result"]["schema"], "arena.task_result/v2");
+    assert_eq!(v["trust"], "trusted", "{v}");
+    assert!(v["performance_failure"].is_null(), "{v}");
+    // --trusted-pairs reaches the evaluator: every case holds that many pairs.
+    let cases = v["result"]["candidate"]["performance"].as_array().unwrap();
+    assert!(!cases.is_empty(), "{v}");
+    for c in cases {
+        assert_eq!(c["pairs_ms"].as_array().map(Vec::len), Some(2), "{c}");
+    }
     s.stop();
     assert!(empty(&d.leftovers()), "{}", d.leftovers());
 }

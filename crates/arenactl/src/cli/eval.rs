@@ -24,6 +24,12 @@ pub struct EvalArgs {
     /// task's gate timeouts).
     #[arg(long, value_name = "SECONDS")]
     pub timeout: Option<f64>,
+    /// Pairs of timed batches per configuration, where arena's trusted evaluator measures
+    /// the task (default 10, over as many sessions of fresh kernel processes: at most 5 on a
+    /// GPU). Fewer is cheaper and noisier, and the interval widens to say so: for smoke runs
+    /// and adversary suites, not for numbers you publish. The result's cases hold every pair.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub trusted_pairs: Option<u32>,
     /// A name for the request, echoed in the answer.
     #[arg(long, default_value = "")]
     pub request_id: String,

@@ -45,6 +45,9 @@ pub fn run(args: EvalArgs) -> anyhow::Result<Outcome> {
         )
         .request_id(args.request_id.clone());
         req.files = files;
+        if let Some(n) = args.trusted_pairs {
+            req = req.trusted_pairs(n);
+        }
         if let Some(t) = args.timeout {
             req = req.timeout(Duration::from_secs_f64(t.max(0.001)));
         }
@@ -84,6 +87,10 @@ pub fn run(args: EvalArgs) -> anyhow::Result<Outcome> {
                 "compiled": e.score.compiled,
                 "correct": e.score.correct,
                 "speedup": e.score.speedup,
+                // Why a correct candidate is credited no speedup (the gate it failed), as the
+                // text view says it.
+                "performance_failure": e.score.performance_failure.as_ref().map(|f| f.to_string()),
+                "trust": e.result.trust.label(),
                 "result": result,
             }))?;
         } else {
