@@ -5,7 +5,10 @@ and the runner's "cuda" tensors are made on the CPU. For every task given whose 
 is derived (`arenactl task materialize` wrote it), and each of its visible configurations:
 - the task's own kernel, given the inputs the derived harness makes, passes its check;
 - the same kernel's output for other inputs fails it, and so do zeros (outputs of the right
-  shape and dtype) and, where one has the output's shape, a copy of an input: the check can fail.
+  shape and dtype) and, where one has the output's shape, a copy of an input: the check can fail;
+- the evaluator's probe (admits.py) on each configuration, as its correctness gate runs it:
+  where the check passes zeros, or the original's outputs on three other inputs, the row names
+  the configuration and why (`admits_other_inputs`): the evaluator credits no speedup there.
 The kernel under test is never imported here: a kernel cannot patch the runner's reference or
 its comparison, as the runner runs only in the evaluator.
 A task whose runner arena cannot follow is `not_derivable` (it stays self-reported, the
@@ -55,6 +58,7 @@ torch.cuda.manual_seed = lambda s: None
 torch.cuda.manual_seed_all = lambda s: None
 here = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(here, "../crates/arena-eval/trusted/arena_trusted"))
+import admits  # noqa: E402
 import derived  # noqa: E402
 import harness as evaluator_harness  # noqa: E402
 
@@ -152,12 +156,16 @@ def check_task(task_dir, cases, hidden=None):
     path = os.path.join(task_dir, "arena_harness.py")
     h = evaluator_harness.Harness(path, accelerator=True)
     d = h.module.DERIVED
-    problems = []
+    problems, kept = [], []
     for k, config in enumerate(d.cases[:cases]):
         # The correctness gate's calls (the runner's whole check), then a timed call's (the
         # original's outputs on the same inputs, within the runner's tolerance).
         for purpose in ("correctness", "performance"):
             problems += check_purpose(d, config, 1000 + k, purpose)
+        why = admits_other_inputs(d, config, 2000 + k)
+        if why:
+            kept.append(f"{config!r} ({why})")
+    d.admits_other_inputs = kept
     # Unseen configurations reach only the evaluator: the derived harness puts each into the
     # runner's list as it puts a visible one (evaluate.py's configs_of reads the same file).
     unseen = 0
@@ -180,6 +188,32 @@ def hidden_of(unseen_dir, task_dir, n):
     with open(f) as fh:
         sealed = json.load(fh)
     return [ast.literal_eval(c["entry"]) for c in sealed["configs"][:n]]
+
+
+class _Session:
+    """What admits.probe asks of measure.py's session, over one configuration."""
+
+    def __init__(self, d, config, seed):
+        self.h, self.config, self.seed = d, config, seed
+        self.admits, self.warnings = {}, []
+
+    def fresh(self, i, purpose):
+        self.seed += 1
+        return self.h.make_case(self.config, self.seed, purpose)
+
+    def name(self, i):
+        return repr(self.config)
+
+
+def admits_other_inputs(d, config, seed):
+    """The evaluator's probe (admits.py) on this configuration, as its correctness gate runs it
+    (two correctness calls): False, or why the evaluator credits no speedup on it (its check
+    passes zeros, or the original's outputs on other inputs)."""
+    s, kept = _Session(d, config, seed), {}
+    for _ in range(2):
+        _, want = s.fresh(0, "correctness")
+        admits.probe(s, 0, want, kept)
+    return s.admits.get(0, False)
 
 
 def check_purpose(d, config, seed, purpose):
@@ -246,6 +280,7 @@ def main():
                     unseen_checked=unseen,
                     status="ok" if not problems else "fail",
                     warnings=d.warnings,
+                    admits_other_inputs=d.admits_other_inputs,
                     output_args=d.output_args,
                     timed_check="runner" if d.partial else "original",
                     problems=problems,
@@ -264,6 +299,8 @@ def main():
             rows.append(row)
             if not a.json:
                 said = row.get("reason") or "; ".join(row.get("problems") or []) or "; ".join(w.split(":")[0] for w in row.get("warnings") or [])
+                if row.get("admits_other_inputs"):
+                    said += f"  no speedup credited: {', '.join(row['admits_other_inputs'])}"
                 print(f"{row['status']:14} {row['task']}  {row['seconds']} s  {said}", flush=True)
     if a.json:
         print(json.dumps(rows, indent=1))

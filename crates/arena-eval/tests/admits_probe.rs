@@ -1,7 +1,10 @@
 //! The evaluator's probe for checks that cannot tell inputs apart (trusted/arena_trusted/
 //! admits.py), run by the host's python3 with stand-ins for a session and its harness: a
 //! check that passes other inputs' references three times in a row admits them; one that fails
-//! any of them, or cannot compare them, does not; a derived harness is not probed; a
+//! any of them, or cannot compare them, does not; a derived harness is probed through its
+//! `check_kept` (the original's outputs on the other inputs against the runner's comparisons); a
+//! check that passes zeros of the reference's tensors is flagged at once (a reference without
+//! one is not probed); a
 //! configuration is probed once, from its second correctness call, and named as the session
 //! names it (by index where it is hidden). How
 //! measure.py acts on it was checked on a GPU against a kernel that keeps answers
@@ -63,10 +66,18 @@ kept = {}
 for want in ("w1", "w2"):
     admits.probe(s, 1, want, kept)
 out["probe_sensitive"] = {"admits": s.admits, "warnings": s.warnings}
-d = Harness(9)
-d.make_case = lambda *a: None
-s = Session(d)
-out["derived"] = [admits.admits_other_inputs(s, 0, "other", "want"), d.seen]
+# A derived harness: its reference is comparisons, so the probe asks check_kept (the
+# original's outputs on the other inputs), never check.
+class Derived(Harness):
+    def check(self, got, want):
+        raise RuntimeError("check() is not the probe's for a derived harness")
+    def check_kept(self, other, want):
+        Harness.check(self, other, want)
+    make_case = lambda *a: None
+for passes in (2, 3):
+    d = Derived(passes)
+    s = Session(d)
+    out[f"derived_{passes}"] = [admits.admits_other_inputs(s, 0, "other", "want"), d.seen]
 class T:
     def __init__(self, n, size):
         self.n, self.size = n, size
@@ -75,6 +86,36 @@ class T:
     def element_size(self):
         return self.size
 out["nbytes"] = admits.nbytes((T(10, 4), [T(3, 2)], "x", 5))
+class Kept:
+    def outputs_kept(self):
+        return {("ret",): T(8, 4), ("arg", 1): T(2, 2)}
+out["nbytes_kept"] = admits.nbytes(Kept())
+# Zeros: a tensor-like reference (new_zeros, shape) is probed with zeros at its first call.
+class Z:
+    def __init__(self, v, shape=(2,)):
+        self.v, self.shape = v, shape
+    def new_zeros(self, shape):
+        return Z(0, shape)
+class RefusesZeros(Harness):
+    def check(self, got, want):
+        if any(isinstance(g, Z) and g.v == 0 for g in (got if isinstance(got, tuple) else (got,))):
+            raise AssertionError("zeros told apart")
+for name, h in (("zeros_pass", Harness(9)), ("zeros_refused", RefusesZeros(9))):
+    s = Session(h)
+    kept = {}
+    admits.probe(s, 2, (Z(5), "meta"), kept)
+    out[name] = {"admits": s.admits, "kept": sorted(kept), "warnings": s.warnings}
+# A derived harness: its zeros are the original's kept outputs zeroed, through check_kept.
+class Values:
+    def outputs_kept(self):
+        return {("ret",): Z(3)}
+seen = []
+class DerivedZeros(Harness):
+    def check_kept(self, other, want):
+        seen.append(sorted((k, v.v) for k, v in other.outputs_kept().items()))
+s = Session(DerivedZeros(9))
+admits.probe(s, 0, Values(), {})
+out["derived_zeros"] = {"admits": s.admits, "seen": [[list(map(str, p)) for p in x] for x in seen]}
 print(json.dumps(out))
 "#;
 
@@ -99,8 +140,14 @@ fn a_check_admits_other_inputs_only_when_it_passes_three_in_a_row() {
         serde_json::json!([false, 0]),
         "an error is not a pass"
     );
-    assert_eq!(v["derived"], serde_json::json!([false, 0]), "not probed");
+    // [admits, comparisons made]: probed through check_kept like any other harness.
+    assert_eq!(v["derived_2"], serde_json::json!([false, 3]));
+    assert_eq!(v["derived_3"], serde_json::json!([true, 3]));
     assert_eq!(v["nbytes"], 46);
+    assert_eq!(
+        v["nbytes_kept"], 36,
+        "a derived reference by the outputs it keeps"
+    );
     assert_eq!(
         v["fresh_fails"],
         serde_json::json!([false, 1]),
@@ -109,7 +156,11 @@ fn a_check_admits_other_inputs_only_when_it_passes_three_in_a_row() {
     // Kept, then probed (and the probe's outcome kept), then left alone.
     assert_eq!(
         v["probe"]["steps"],
-        serde_json::json!([[null, [4]], [true, []], [true, []]])
+        serde_json::json!([
+            [null, [4]],
+            ["tolerance_admits_other_inputs", []],
+            ["tolerance_admits_other_inputs", []]
+        ])
     );
     let warnings = v["probe"]["warnings"].as_array().unwrap();
     assert_eq!(warnings.len(), 1, "{warnings:?}");
@@ -121,5 +172,30 @@ fn a_check_admits_other_inputs_only_when_it_passes_three_in_a_row() {
     assert_eq!(
         v["probe_sensitive"],
         serde_json::json!({"admits": {"1": false}, "warnings": []})
+    );
+    // A check that passes zeros: flagged at the first call, nothing kept.
+    assert_eq!(
+        v["zeros_pass"]["admits"],
+        serde_json::json!({"2": "tolerance_admits_zeros"})
+    );
+    assert_eq!(v["zeros_pass"]["kept"], serde_json::json!([]));
+    let w = v["zeros_pass"]["warnings"][0].as_str().unwrap();
+    assert!(
+        w.starts_with("tolerance_admits_zeros: for unseen configuration 2"),
+        "{w}"
+    );
+    // One that tells zeros apart: not flagged, its reference kept for the next probe.
+    assert_eq!(
+        v["zeros_refused"],
+        serde_json::json!({"admits": {}, "kept": [2], "warnings": []})
+    );
+    // A derived harness is offered the original's outputs zeroed.
+    assert_eq!(
+        v["derived_zeros"]["admits"],
+        serde_json::json!({"0": "tolerance_admits_zeros"})
+    );
+    assert_eq!(
+        v["derived_zeros"]["seen"],
+        serde_json::json!([[["('ret',)", "0"]]])
     );
 }

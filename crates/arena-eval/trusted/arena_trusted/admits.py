@@ -1,5 +1,5 @@
 """Whether a configuration's own check can tell a kernel that computes from one that hands
-back an earlier answer (issue 37). Found on an H200 in stop 54: KernelBench's level-3
+back an earlier answer, or zeros (issue 37). Found on an H200 in stop 54: KernelBench's level-3
 3_DeepNarrowMLP, whose output barely depends on its input, read 51x for a kernel that returned
 the outputs of earlier calls, every gate passing (docs/measurements.md).
 
@@ -9,7 +9,8 @@ a paired evaluation then times nothing on it and credits no speedup there, and s
 (measure.py), because any speed a kernel shows on it may be an answer it kept. A check that
 tells inputs apart fails the first probe, so a sensitive task pays one comparison per
 configuration; an output of few values (an index of ten) passes a probe by chance, which is why
-one probe is not enough."""
+one probe is not enough. Where the check passes zeros of the reference's shapes (outputs smaller
+than the tolerance: seven of vLLM's tasks), no speedup is credited either (stop 55)."""
 
 PROBES = 3
 # A reference larger than this is not kept for the probe (it would be held beside the next
@@ -19,7 +20,13 @@ MAX_BYTES = 1 << 30
 
 
 def nbytes(x):
-    """Device or host bytes of an output (tensors, nested in lists and tuples)."""
+    """Device or host bytes of an output (tensors, nested in lists, tuples and dicts; a derived
+    harness's reference by the original's outputs it keeps)."""
+    kept = getattr(x, "outputs_kept", None)
+    if callable(kept):
+        return nbytes(kept())
+    if isinstance(x, dict):
+        return sum(nbytes(v) for v in x.values())
     if isinstance(x, (list, tuple)):
         return sum(nbytes(v) for v in x)
     n = getattr(x, "numel", None)
@@ -30,17 +37,16 @@ def nbytes(x):
 
 def admits_other_inputs(session, i, other, want):
     """Whether configuration `i`'s check passes `other` (another input's reference) and then
-    two more fresh inputs' references as the output for `want`'s inputs. A harness whose
-    expected output is not a plain output (a derived one: its Want holds the runner's
-    comparisons) is not probed here (derived.py warns where zeros pass)."""
+    two more fresh inputs' references as the output for `want`'s inputs. A derived harness's
+    reference is the runner's comparisons, not an output: its `check_kept` offers them the
+    original's outputs on the other inputs (derived.py)."""
     h = session.h
-    if getattr(h, "make_case", None) is not None:
-        return False
+    check = getattr(h, "check_kept", None) or h.check
     for k in range(PROBES):
         try:
             if k:
                 _, other = session.fresh(i, "admits")
-            h.check(other, want)
+            check(other, want)
         except Exception:
             # AssertionError: the check told them apart. Anything else (out of memory while
             # making another input, a comparison that cannot be made) says nothing against
@@ -49,20 +55,82 @@ def admits_other_inputs(session, i, other, want):
     return True
 
 
+def _zeros(x):
+    """`x` with every tensor zeroed (same shapes and types), and whether it held one."""
+    if hasattr(x, "new_zeros") and hasattr(x, "shape"):
+        return x.new_zeros(x.shape), True
+    if isinstance(x, dict):
+        pairs = {k: _zeros(v) for k, v in x.items()}
+        return {k: z for k, (z, _) in pairs.items()}, any(t for _, t in pairs.values())
+    if isinstance(x, (list, tuple)):
+        pairs = [_zeros(v) for v in x]
+        return type(x)(z for z, _ in pairs), any(t for _, t in pairs)
+    return x, False
+
+
+class _Zeroed:
+    """The original's outputs zeroed, as a derived harness's check_kept takes them."""
+
+    def __init__(self, outputs):
+        self.outputs = outputs
+
+    def outputs_kept(self):
+        return self.outputs
+
+
+def admits_zeros(session, want):
+    """Whether the check of `want` passes zeros of its outputs' shapes and types: a kernel that
+    computes nothing then passes. A reference with no tensor in it is not probed (zeroing
+    nothing would offer the check its own answer)."""
+    h = session.h
+    if nbytes(want) > MAX_BYTES:
+        return False  # as for keeping one (MAX_BYTES): zeros that large are not made
+    kept = getattr(want, "outputs_kept", None)
+    try:
+        if getattr(h, "check_kept", None) is not None and callable(kept):
+            zeros, any_tensor = _zeros(kept())
+            check, zeros = h.check_kept, _Zeroed(zeros)
+        else:
+            (zeros, any_tensor), check = _zeros(want), h.check
+        if not any_tensor:
+            return False
+        check(zeros, want)
+    except Exception:
+        # AssertionError: the check told zeros apart. Anything else (out of memory, a
+        # comparison that cannot be made) says nothing against the task: not flagged.
+        return False
+    return True
+
+
+# Why a configuration's speed is not credited (measure.py writes it into the case), by what
+# its check admits.
+UNCREDITED = {
+    "tolerance_admits_zeros": "the task's own check passes zeros: a kernel that computes nothing "
+    "cannot be told from one that computes, so no speedup is credited on it",
+    "tolerance_admits_other_inputs": "the task's own check passes the reference outputs of other "
+    "inputs: a kernel that hands back an earlier answer cannot be told from one that computes, so "
+    "no speedup is credited on it",
+}
+
+
+def _flag(session, i, why):
+    session.admits[i] = why
+    session.warnings.append(f"{why}: for {session.name(i)}, {UNCREDITED[why]}")
+
+
 def probe(session, i, want, kept):
     """One correctness call's reference `want` of configuration `i` (the correctness gate's,
-    or an unseen evaluation's): the first is kept (where small enough), the next probes the
-    check with it (admits_other_inputs), once per configuration; the outcome goes into
-    `session.admits` and, where it admits, a warning into `session.warnings`."""
+    or an unseen evaluation's). The first is probed with zeros (admits_zeros) and kept (where
+    small enough); the next probes the check with the kept one (admits_other_inputs). Once per
+    configuration, the outcome goes into `session.admits` (False, or the reason no speedup is
+    credited: a key of UNCREDITED), and where it admits, a warning into `session.warnings`."""
     if i in session.admits:
         return
     if i in kept:
-        session.admits[i] = admits_other_inputs(session, i, kept.pop(i), want)
-        if session.admits[i]:
-            session.warnings.append(
-                f"tolerance_admits_other_inputs: for {session.name(i)}, the task's own check passes "
-                "the reference outputs of other inputs: a kernel that hands back an earlier answer "
-                "cannot be told from one that computes, so no speedup is credited on it"
-            )
+        session.admits[i] = False
+        if admits_other_inputs(session, i, kept.pop(i), want):
+            _flag(session, i, "tolerance_admits_other_inputs")
+    elif admits_zeros(session, want):
+        _flag(session, i, "tolerance_admits_zeros")
     elif nbytes(want) <= MAX_BYTES:
         kept[i] = want

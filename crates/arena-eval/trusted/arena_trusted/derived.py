@@ -264,7 +264,7 @@ class Derived:
             except AssertionError as e:
                 why = e
                 continue
-            self._pending = Want(rec.tracker.compares, rec.meta)
+            self._pending = Want(rec.tracker.compares, rec.meta, dict(rec.values))
             return rec.args
         raise NotDerivable(f"{self.path}: the task's own kernel fails its runner's check for {config!r} on three fresh seeds: {why}")
 
@@ -277,10 +277,24 @@ class Derived:
         return want
 
     def check(self, got, want):
-        roots = self.roots_of(got)
+        self._check_roots(self.roots_of(got), want)
+
+    def check_kept(self, other, want):
+        """`want`'s check applied to the original's outputs on other inputs (`other`: a
+        correctness call's Want, or another call's Same): the kept-answer probe (admits.py).
+        Raises AssertionError where the check tells them apart, as check() does."""
+        roots = other.outputs_kept()
+        if not roots:
+            raise AssertionError("no outputs of the original were kept for the probe")
+        # Another call's Same keeps only the outputs the runner compares: only those are asked.
+        self._check_roots(roots, want, only=self.compared)
+
+    def _check_roots(self, roots, want, only=None):
         if isinstance(want, Same):
             return same_as(roots, want)
         for key, (shape, dtype) in want.meta.items():
+            if only is not None and key not in only:
+                continue
             t = roots.get(key)
             if not isinstance(t, torch.Tensor):
                 raise AssertionError(f"output {output_name(key)}: expected a tensor, got {type(t).__name__}")

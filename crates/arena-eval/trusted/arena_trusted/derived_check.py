@@ -11,11 +11,16 @@ from copies import same_bits
 
 class Want:
     """What a call's output must satisfy: the runner's comparisons, and the outputs' shapes and
-    dtypes as the original gave them."""
+    dtypes as the original gave them; `values`, the original's outputs on these inputs (what
+    the kept-answer probe offers another input's comparisons, admits.py)."""
 
-    def __init__(self, compares, meta):
+    def __init__(self, compares, meta, values=None):
         self.compares = compares
         self.meta = meta
+        self.values = values or {}
+
+    def outputs_kept(self):
+        return self.values
 
     def __repr__(self):
         # measure.py fingerprints references to notice a constant one: the values here that
@@ -35,6 +40,9 @@ class Same:
     def __init__(self, outputs, tolerance):
         self.outputs = outputs
         self.tolerance = tolerance
+
+    def outputs_kept(self):
+        return self.outputs
 
     def __repr__(self):
         h = hashlib.sha256()

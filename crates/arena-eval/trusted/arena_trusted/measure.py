@@ -41,7 +41,8 @@ class Session:
         self.warnings = list(getattr(harness, "warnings", []))
         # Per configuration: whether its reference changes an argument in place (fresh()).
         self.mutates = {}
-        # Per configuration: whether its check passes other inputs' outputs (admits.py).
+        # Per configuration: False, or why its check cannot tell a kernel that computes
+        # (admits.py: it passes zeros, or other inputs' outputs).
         self.admits = {}
         t = job["timeouts"]
         self.timeout = {g: float(t[g]) for g in t}
@@ -318,13 +319,11 @@ class Session:
             case = {"test_case_id": f"u{i}" if self.hidden else f"perf{i + 1}", "execution_time_ms": -1.0}
             if not self.hidden:
                 case["params"] = {"shape": _jsonable(self.configs[i][0])}
-            if self.admits.get(i) and len(roles) >= 2:
-                # A pair's speed here may be an answer kept from an earlier call (admits.py):
-                # nothing is timed, and the case says why.
-                case["error"] = (
-                    f"{self.name(i)}: tolerance_admits_other_inputs: the task's own check passes the reference "
-                    "outputs of other inputs, so a speedup here cannot be told from a kept answer; none is credited"
-                )
+            why = self.admits.get(i)
+            if why and len(roles) >= 2:
+                # A pair's speed here may be zeros or an answer kept from an earlier call
+                # (admits.py): nothing is timed, and the case says why.
+                case["error"] = f"{self.name(i)}: {why}: {admits.UNCREDITED[why]}"
             state.append({"case": case, "n": None, "graph": None, "times": {r: [] for r in roles}, "session": [], "dropped": {}})
         for s in range(sessions):
             if s > 0:
