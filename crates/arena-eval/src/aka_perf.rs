@@ -36,8 +36,11 @@ pub const OUTPUT: &str = "output";
 /// Keys of a case that only arena writes (its pairing and its reading of the report): a
 /// harness's report that holds them has them dropped, or a harness could hand the scorer its
 /// own "paired" baseline. Arena's trusted evaluator writes them ([`Writer::Arena`]).
-pub const ARENA_KEYS: [&str; 13] = [
+pub const ARENA_KEYS: [&str; 16] = [
     "baseline_ms",
+    "calls_per_batch",
+    "timing",
+    "graph_error",
     "cycles",
     "baseline_cycles",
     "pairs_ms",

@@ -11,7 +11,6 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
-use serde_json::json;
 
 use crate::aka_perf::{read_run, Side, Writer};
 use crate::evaluator_record::EvaluatorRecord;
@@ -224,13 +223,10 @@ pub fn collect_performance(
             // slow slows all its cases. Intervals resample rounds, not each case's pairs.
             case.pairing.paired_by = Some(crate::record::PairedBy::Round);
         }
-        case.extra.insert(
-            "method".into(),
-            json!(format!(
-                "paired self-reported: the task's performance command, {} rounds of both kernels in balanced random order, one evaluator session",
-                plan.rounds.len()
-            )),
-        );
+        case.measured.method = Some(format!(
+            "paired self-reported: the task's performance command, {} rounds of both kernels in balanced random order, one evaluator session",
+            plan.rounds.len()
+        ));
         cases.push(case);
     }
     if cases.is_empty() {

@@ -48,6 +48,9 @@ pub struct PerfCase {
     /// the JSON).
     #[serde(flatten)]
     pub pairing: Pairing,
+    /// How arena measured the case (its keys sit beside the others in the JSON too).
+    #[serde(flatten)]
+    pub measured: Measured,
     /// Why the case failed, where its writer said (arena's evaluator always does; a harness
     /// may). A harness's value that is not text is kept as its JSON.
     #[serde(
@@ -87,6 +90,9 @@ pub struct Pairing {
     pub compiled_ms: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub compiled_pairs_ms: Option<Vec<[f64; 2]>>,
+    /// Why the compiled original has no time on this case (its process did not start).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compiled_error: Option<String>,
     /// A simulated task's cycles (arena_trusted/simulated.py): the judged kernel's, and the
     /// original's beside it. `execution_time_ms` is the same count at the simulator's
     /// nominal clock.
@@ -94,6 +100,42 @@ pub struct Pairing {
     pub cycles: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub baseline_cycles: Option<u64>,
+}
+
+/// How arena measured a case: the judged kernel's batches, their size and their clock. Written
+/// only by arena (its trusted evaluator, a paired self-reported evaluation), and dropped from a
+/// task harness's report as [`Pairing`]'s keys are. The Python evaluator checks every case it
+/// writes against the same keys and types (arena_trusted/record.py; a test holds the two
+/// equal).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Measured {
+    /// The judged kernel's time per call in each timed batch, in the order measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub samples_ms: Option<Vec<f64>>,
+    /// Calls in each timed batch, by role (sized to the evaluator's target batch time; the
+    /// two kernels of a pair take the same).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub calls_per_batch: Option<BTreeMap<String, u64>>,
+    /// How each kernel's batches were timed, by role.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timing: Option<BTreeMap<String, TimingMode>>,
+    /// Why a kernel's batches could not be captured as a CUDA graph, by role: they were timed
+    /// eagerly.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub graph_error: Option<BTreeMap<String, String>>,
+    /// How the case was measured, in words (shown in reports).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub method: Option<String>,
+}
+
+/// How a kernel's timed batches ran on a GPU.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TimingMode {
+    /// A CUDA graph of the batch's calls, captured once and replayed.
+    Graph,
+    /// The calls launched one after another (a kernel that cannot be captured; the CPU).
+    Eager,
 }
 
 /// What a case's pairs were measured in.
@@ -138,6 +180,7 @@ impl PerfCase {
             test_case_id: id.to_string(),
             execution_time_ms: ms,
             pairing: Pairing::default(),
+            measured: Measured::default(),
             error: None,
             extra: BTreeMap::new(),
         }

@@ -113,6 +113,7 @@ files!(
     "mappings.py",
     "measure.py",
     "memory_blame.py",
+    "record.py",
     "samples.py",
     "serve.py",
     "simulated.py",

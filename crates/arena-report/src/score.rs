@@ -354,8 +354,7 @@ mod tests {
         assert_eq!(compiled_speedup(&[a.clone(), b.clone()]), Some(1.0));
         // A case where it could not be timed: no column at all, never a partial mean.
         b.pairing.compiled_pairs_ms = None;
-        b.extra
-            .insert("compiled_error".into(), serde_json::json!("wrong output"));
+        b.pairing.compiled_error = Some("wrong output".into());
         assert_eq!(compiled_speedup(&[a.clone(), b]), None);
         // A time that is not one (a harness's report has these keys dropped; arena's own
         // never writes one, but a zero is not read as infinitely fast).

@@ -1,5 +1,6 @@
 use super::*;
 use crate::record::{GateReport, GateStatus};
+use serde_json::json;
 use std::fs;
 
 #[test]
@@ -87,7 +88,7 @@ fn rounds_become_pairs_per_case_with_the_medians() {
         Some(vec![[10.0, 5.0], [11.0, 5.5], [30.0, 4.0]])
     );
     assert_eq!(c.extra["params"]["n"], 1);
-    assert!(c.extra["method"].as_str().unwrap().contains("3 rounds"));
+    assert!(c.measured.method.as_deref().unwrap().contains("3 rounds"));
     assert_eq!(cases[1].execution_time_ms, 2.0);
     assert_eq!(cases[1].pairing.baseline_ms, Some(1.0));
 }

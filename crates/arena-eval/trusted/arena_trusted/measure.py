@@ -7,6 +7,7 @@ import random
 import statistics
 
 import admits
+import record
 from gpu_errors import GuardError
 from copies import _copy, _kept, _returned, same_bits
 from kernel import KernelFailed
@@ -377,7 +378,7 @@ class Session:
                 case[f"{role}_ms"] = statistics.median(times[role])
                 case[f"{role}_pairs_ms"] = [[o, c] for o, c in zip(times[role], times[main])]
             cases.append(case)
-        return not failed, cases
+        return not failed, [record.checked(c) for c in cases]
 
     def _session(self, kernels, i, st, pairs, session, target, max_calls):
         """Configuration `i` in one session: sized in the first (and captured, on a GPU),

@@ -17,6 +17,7 @@ import sys
 import time
 
 import jail
+import record
 
 
 def wanted(harness):
@@ -183,7 +184,7 @@ class Simulated:
                 case.update({"baseline_ms": ms[base], "baseline_cycles": cycles[base],
                              "pairs_ms": [[ms[base], ms[main]]]})
             cases.append(case)
-        return ok, cases
+        return ok, [record.checked(c) for c in cases]
 
     def unseen(self, roles):
         """Every hidden configuration for each kernel, judged on its own; cycles paired where
