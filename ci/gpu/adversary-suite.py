@@ -253,8 +253,12 @@ def verdict(s, control):
             if e:
                 why = [e]
         return "fails a gate", f"{'/'.join(failed) or 'setup'}: {why[0][:160]}"
-    ss = s.get("sessions") or []
-    cs = (control or {}).get("sessions") or []
+    return compare_sessions(s.get("sessions") or [], (control or {}).get("sessions") or [])
+
+
+def compare_sessions(ss, cs):
+    """An attack's session speedups `ss` against the untouched copy's `cs`: GAINED only where
+    every one of its sessions reads above every one of the untouched copy's."""
     if not ss or not cs:
         return "n/a", "no session speedups"
     if min(ss) > max(cs):

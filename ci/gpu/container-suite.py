@@ -274,14 +274,7 @@ def verdict(rec, control):
         return "UNSCORED", (rec.get("error") or rec.get("infrastructure") or "")[-200:]
     if rec.get("gate"):
         return "fails a gate", rec["gate"]
-    ss, cs = rec.get("sessions") or [], (control or {}).get("sessions") or []
-    if not ss or not cs:
-        return "n/a", "no session speedups"
-    if min(ss) > max(cs):
-        return "GAINED", f"every session above the untouched copy's: {min(ss):.3f}-{max(ss):.3f} > {min(cs):.3f}-{max(cs):.3f}"
-    if max(ss) <= max(cs):
-        return "gains nothing", f"sessions {min(ss):.3f}-{max(ss):.3f}, untouched {min(cs):.3f}-{max(cs):.3f}"
-    return "within noise", f"sessions {min(ss):.3f}-{max(ss):.3f} overlap untouched's {min(cs):.3f}-{max(cs):.3f} and reach above it"
+    return suite.compare_sessions(rec.get("sessions") or [], (control or {}).get("sessions") or [])
 
 
 def table(results, out):
