@@ -28,7 +28,8 @@ agent's edit or an Evaluate request sends it: the preamble with the task's own k
 
 Results are saved to WORK (default /tmp/arena-csuite) as they come. A later call on the same
 machine goes on where an earlier one stopped (at its deadline, or at the device's per-call
-limit), and the lock and the imported images are kept. `--deadline` stops starting new work after
+limit), and the lock and the imported images are kept; a task with attacks left has its
+untouched copy measured again in that call. `--deadline` stops starting new work after
 that many seconds. One worker per GPU.
 """
 import argparse
@@ -107,7 +108,8 @@ class Suite:
             f.write(f'[[set]]\nname = "adv"\nrecipe = "{ROOT}/images/{a.recipe}.toml"\ntasks = "{tasks}"\n'
                     'task_types = ["triton2triton", "kernelbench"]\n')
         # Hash-based .pyc files (ci/gpu/arena-run.sh says why): the host's userland is the image.
-        a.recipe == "cuda-host" and sh(["python3", "-m", "compileall", "-q", "-f", "-j", "0", "--invalidation-mode", "unchecked-hash",
+        # Once: written again, they would change the image a resumed call's containerd holds.
+        a.recipe == "cuda-host" and not os.path.exists(self.lock) and sh(["python3", "-m", "compileall", "-q", "-f", "-j", "0", "--invalidation-mode", "unchecked-hash",
             "/usr/lib/python3.12", "/opt/torch/.venv/lib/python3.12/site-packages"])
         t = time.time()
         for argv in (["lock", "--sets", os.path.join(w, "sets.toml"), "--set", "adv", "--out", self.lock],
@@ -146,7 +148,11 @@ class Suite:
         """(task, attack) in order, the untouched copy first for each task, less what is done."""
         chosen = self.run_chosen if path == "run" and self.run_chosen is not None else self.chosen
         units = [(t, x) for t in self.ids for x in ["untouched"] + chosen]
-        return [u for u in units if f"{path}/{u[0]}/{u[1]}" not in self.results]
+        left = [u for u in units if f"{path}/{u[0]}/{u[1]}" not in self.results]
+        # The control is measured in the same call as the attacks it is read against: a task
+        # with attacks left gets its untouched copy again (first), replacing an earlier call's.
+        again = [(t, "untouched") for t in self.ids if (t, "untouched") not in left and any(u[0] == t for u in left)]
+        return sorted(again + left, key=lambda u: (self.ids.index(u[0]), u[1] != "untouched"))
 
     def pool(self, path, units, each):
         """`each(unit, slot)` for every unit, one worker per slot, none started after the deadline."""
