@@ -105,6 +105,19 @@ for name, h in (("zeros_pass", Harness(9)), ("zeros_refused", RefusesZeros(9))):
     kept = {}
     admits.probe(s, 2, (Z(5), "meta"), kept)
     out[name] = {"admits": s.admits, "kept": sorted(kept), "warnings": s.warnings}
+# A reference over MAX_BYTES: neither zeros of it nor a kept copy are made.
+class Big:
+    shape = (1,)
+    def numel(self):
+        return admits.MAX_BYTES + 1
+    def element_size(self):
+        return 1
+    def new_zeros(self, shape):
+        raise AssertionError("zeros were made")
+s = Session(Harness(9))
+kept = {}
+admits.probe(s, 5, Big(), kept)
+out["big"] = {"admits": s.admits, "kept": sorted(kept)}
 # A derived harness: its zeros are the original's kept outputs zeroed, through check_kept.
 class Values:
     def outputs_kept(self):
@@ -189,6 +202,8 @@ fn a_check_admits_other_inputs_only_when_it_passes_three_in_a_row() {
         v["zeros_refused"],
         serde_json::json!({"admits": {}, "kept": [2], "warnings": []})
     );
+    // Over MAX_BYTES: not probed, not kept.
+    assert_eq!(v["big"], serde_json::json!({"admits": {}, "kept": []}));
     // A derived harness is offered the original's outputs zeroed.
     assert_eq!(
         v["derived_zeros"]["admits"],

@@ -55,15 +55,15 @@ def admits_other_inputs(session, i, other, want):
     return True
 
 
-def _zeros(x):
+def zeros_of(x):
     """`x` with every tensor zeroed (same shapes and types), and whether it held one."""
     if hasattr(x, "new_zeros") and hasattr(x, "shape"):
         return x.new_zeros(x.shape), True
     if isinstance(x, dict):
-        pairs = {k: _zeros(v) for k, v in x.items()}
+        pairs = {k: zeros_of(v) for k, v in x.items()}
         return {k: z for k, (z, _) in pairs.items()}, any(t for _, t in pairs.values())
     if isinstance(x, (list, tuple)):
-        pairs = [_zeros(v) for v in x]
+        pairs = [zeros_of(v) for v in x]
         return type(x)(z for z, _ in pairs), any(t for _, t in pairs)
     return x, False
 
@@ -83,15 +83,13 @@ def admits_zeros(session, want):
     computes nothing then passes. A reference with no tensor in it is not probed (zeroing
     nothing would offer the check its own answer)."""
     h = session.h
-    if nbytes(want) > MAX_BYTES:
-        return False  # as for keeping one (MAX_BYTES): zeros that large are not made
     kept = getattr(want, "outputs_kept", None)
     try:
         if getattr(h, "check_kept", None) is not None and callable(kept):
-            zeros, any_tensor = _zeros(kept())
+            zeros, any_tensor = zeros_of(kept())
             check, zeros = h.check_kept, _Zeroed(zeros)
         else:
-            (zeros, any_tensor), check = _zeros(want), h.check
+            (zeros, any_tensor), check = zeros_of(want), h.check
         if not any_tensor:
             return False
         check(zeros, want)
@@ -120,9 +118,9 @@ def _flag(session, i, why):
 
 def probe(session, i, want, kept):
     """One correctness call's reference `want` of configuration `i` (the correctness gate's,
-    or an unseen evaluation's). The first is probed with zeros (admits_zeros) and kept (where
-    small enough); the next probes the check with the kept one (admits_other_inputs). Once per
-    configuration, the outcome goes into `session.admits` (False, or the reason no speedup is
+    or an unseen evaluation's). The first, where it is at most MAX_BYTES, is probed with zeros
+    (admits_zeros) and kept; the next probes the check with the kept one
+    (admits_other_inputs). Once per configuration, the outcome goes into `session.admits` (False, or the reason no speedup is
     credited: a key of UNCREDITED), and where it admits, a warning into `session.warnings`."""
     if i in session.admits:
         return
@@ -130,7 +128,9 @@ def probe(session, i, want, kept):
         session.admits[i] = False
         if admits_other_inputs(session, i, kept.pop(i), want):
             _flag(session, i, "tolerance_admits_other_inputs")
+    elif nbytes(want) > MAX_BYTES:
+        return  # neither its zeros nor a kept copy are made at that size
     elif admits_zeros(session, want):
         _flag(session, i, "tolerance_admits_zeros")
-    elif nbytes(want) <= MAX_BYTES:
+    else:
         kept[i] = want
