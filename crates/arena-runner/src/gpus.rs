@@ -4,6 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
+use arena_run::result::GpuRecord;
 use arena_runtime::GpuProfile;
 
 use crate::error::{Result, RunnerError};
@@ -18,10 +19,19 @@ pub struct Gpu {
     pub devices: Vec<String>,
 }
 
+/// The kind of a CPU slot, as the task runs on it record it ([`GpuRecord::is_device`]).
+const CPU_SLOT: &str = GpuRecord::CPU_SLOT;
+
 impl Gpu {
     /// Whether a device comes with it (a CPU slot or a fake GPU brings none).
     pub fn has_device(&self) -> bool {
         !matches!(self.profile, GpuProfile::None)
+    }
+
+    /// Whether it is a CPU slot (a fake GPU is not: the scheduler's tests stand it in for a
+    /// device).
+    pub fn is_cpu_slot(&self) -> bool {
+        self.kind == CPU_SLOT
     }
 }
 
@@ -149,9 +159,9 @@ pub fn parse_gpus_at(spec: &str, dev: &Path) -> Result<Vec<Gpu>> {
                     .map(|(i, n)| amd_gpu(dev, i as u32, n))
                     .collect());
             }
-            Ok(slots(1, "none"))
+            Ok(slots(1, CPU_SLOT))
         }
-        "none" | "cpu" => Ok(slots(count(arg)?, "none")),
+        "none" | "cpu" => Ok(slots(count(arg)?, CPU_SLOT)),
         "fake" => Ok(slots(count(arg)?, "fake")),
         "nvidia" => {
             let mut out = Vec::new();

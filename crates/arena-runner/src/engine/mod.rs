@@ -248,10 +248,7 @@ impl Engine {
         // Images are imported ahead (while the GPUs work on the task runs before) where the
         // slots are devices. A runner of CPU slots times its kernels on the cores an import
         // would take: there each task run imports its own images in its turn, as before.
-        let ahead = pool
-            .gpus()
-            .iter()
-            .any(|g| g.kind != arena_run::result::GpuRecord::CPU_SLOT);
+        let ahead = pool.gpus().iter().any(|g| !g.is_cpu_slot());
         let run_span = tracing::info_span!(
             "run",
             run_id = %h.record.run_id,
