@@ -10,7 +10,9 @@
 //! measure.py acts on it was checked on a GPU against a kernel that keeps answers
 //! (docs/measurements.md, stop 54).
 
-use std::process::Command;
+mod common;
+
+use common::evaluator_python;
 
 const SCRIPT: &str = r#"
 import json, sys
@@ -134,13 +136,7 @@ print(json.dumps(out))
 
 #[test]
 fn a_check_admits_other_inputs_only_when_it_passes_three_in_a_row() {
-    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/trusted/arena_trusted");
-    let o = Command::new("python3")
-        .args(["-I", "-B", "-c", SCRIPT, dir])
-        .output()
-        .expect("python3");
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let v = evaluator_python(SCRIPT);
     // [admits, fresh references made]: a sensitive check costs one comparison and no fresh
     // reference; each further probe is one fresh reference.
     assert_eq!(v["passes_0"], serde_json::json!([false, 0]));

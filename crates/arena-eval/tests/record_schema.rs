@@ -5,11 +5,13 @@
 //! a task harness's report has dropped (aka_perf::ARENA_KEYS), AgentKernelArena's own keys
 //! stay verbatim, and `record.checked` refuses a key or a type the schema does not have.
 
+mod common;
+
 use std::collections::BTreeMap;
-use std::process::Command;
 
 use arena_eval::aka_perf::ARENA_KEYS;
 use arena_eval::record::{Measured, PairedBy, Pairing, PerfCase, TimingMode};
+use common::evaluator_python;
 use serde_json::Value;
 
 /// A case with every typed field set. A struct literal, not `..Default`: a field added to the
@@ -56,23 +58,13 @@ fn json_type(v: &Value) -> &'static str {
     }
 }
 
-fn python(script: &str) -> Value {
-    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/trusted/arena_trusted");
-    let o = Command::new("python3")
-        .args(["-I", "-B", "-c", script, dir])
-        .output()
-        .expect("python3");
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    serde_json::from_slice(&o.stdout).expect("JSON")
-}
-
 #[test]
 fn the_evaluator_writes_a_case_by_the_runners_schema() {
     let rust: BTreeMap<String, &str> = match serde_json::to_value(full_case()).unwrap() {
         Value::Object(m) => m.iter().map(|(k, v)| (k.clone(), json_type(v))).collect(),
         other => panic!("{other}"),
     };
-    let py = python(
+    let py = evaluator_python(
         "import json, sys; sys.path.insert(0, sys.argv[1]); import record; \
          print(json.dumps({'case': record.CASE, 'aka': record.AKA}))",
     );
@@ -132,7 +124,7 @@ for name, case in (
 print(json.dumps(out))
 "#
     );
-    let v = python(&script);
+    let v = evaluator_python(&script);
     assert!(v["full"].as_array().unwrap().len() > 10, "{v}");
     let said = |k: &str| v[k].as_str().unwrap().to_string();
     assert!(
