@@ -251,7 +251,7 @@ def summary(result, score):
     """What a verdict needs of a task result and its score (the Evaluate answer, or the report's
     task entry)."""
     cand = result.get("candidate") or {}
-    cases = [dict(c, error=c.get("error")) for c in cand.get("performance") or []]
+    cases = cand.get("performance") or []
     gate = None
     for name in ("compile", "correctness"):
         g = cand.get(name) or {}
@@ -268,9 +268,9 @@ def summary(result, score):
             why = "credited no speedup (the answer does not say why)"
         if why:
             gate = f"performance: {str(why)[:240]}"
-    warnings = [w for w in ((result.get("evaluators") or {}).get("candidate") or {}).get("warnings") or []]
+    warnings = ((result.get("evaluators") or {}).get("candidate") or {}).get("warnings") or []
     return {"speedup": score.get("speedup"), "trust": score.get("trust"), "gate": gate,
-            "infrastructure": result.get("error") or result.get("candidate_refused"),
+            "infrastructure": result.get("candidate_refused"),
             "sessions": tc.session_speedups(cases) if cases else None, "warnings": warnings[:3],
             "outcome": gate or ""}
 
