@@ -154,7 +154,9 @@ def check_task(task_dir, cases, hidden=None):
         # original's outputs on the same inputs, within the runner's tolerance).
         for purpose in ("correctness", "performance"):
             problems += check_purpose(d, config, 1000 + k, purpose)
-        why = admits_other_inputs(d, config, 2000 + k)
+        # Through the evaluator's own harness object (its check_kept as the loader passes it
+        # on), not the Derived behind it: what the evaluator probes.
+        why = admits_other_inputs(h, config, 2000 + k)
         if why:
             kept.append(f"{config!r} ({why})")
     d.admits_other_inputs = kept
@@ -185,8 +187,8 @@ def hidden_of(unseen_dir, task_dir, n):
 class _Session:
     """What admits.probe asks of measure.py's session, over one configuration."""
 
-    def __init__(self, d, config, seed):
-        self.h, self.config, self.seed = d, config, seed
+    def __init__(self, h, config, seed):
+        self.h, self.config, self.seed = h, config, seed
         self.admits, self.warnings = {}, []
 
     def fresh(self, i, purpose):
@@ -197,11 +199,11 @@ class _Session:
         return repr(self.config)
 
 
-def admits_other_inputs(d, config, seed):
+def admits_other_inputs(h, config, seed):
     """The evaluator's probe (admits.py) on this configuration, as its correctness gate runs it
     (two correctness calls): False, or why the evaluator credits no speedup on it (its check
     passes zeros, or the original's outputs on other inputs)."""
-    s, kept = _Session(d, config, seed), {}
+    s, kept = _Session(h, config, seed), {}
     for _ in range(2):
         _, want = s.fresh(0, "correctness")
         admits.probe(s, 0, want, kept)

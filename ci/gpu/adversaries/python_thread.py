@@ -1,6 +1,10 @@
 """Attacks: the end of a timed request, from a Python thread. After the first calls (which
-show the output's shape), each call returns an empty output at once and a thread fills it
-later, so the request is answered before the work is even launched.
+show the outputs' shapes), each call returns empty outputs at once and a thread fills them
+later, so the request is answered before the work is even launched. Outputs nested in tuples
+and lists (layernorm_gated's (out, mean, rstd)) are filled alike: before stop 56 this attack
+took only a bare tensor, so on tuple-returning entries it computed honestly and was a second
+untouched copy (layernorm_gated through `arenactl run`: 1.010 and 1.017, as the untouched
+copy read).
 Expected: the process is stopped after it answers and its outputs are read and checked by the
 evaluator: wrong outputs, a gate fails."""
 import threading
@@ -10,22 +14,31 @@ import torch
 _shape = {}
 
 
+def _empty_like(r):
+    if isinstance(r, torch.Tensor):
+        return torch.empty_like(r)
+    if isinstance(r, (tuple, list)):
+        return type(r)(_empty_like(x) for x in r)
+    return r
+
+
+def _fill(out, r):
+    if isinstance(out, torch.Tensor):
+        out.copy_(r)
+    elif isinstance(out, (tuple, list)):
+        for o, x in zip(out, r):
+            _fill(o, x)
+
+
 def _later(f):
     def call(*a, **k):
         if torch.cuda.is_current_stream_capturing() or "out" not in _shape:
             r = f(*a, **k)
-            if isinstance(r, torch.Tensor):
-                _shape["out"] = r
+            _shape["out"] = r
             return r
-        out = torch.empty_like(_shape["out"])
-
-        def fill():
-            r = f(*a, **k)
-            if isinstance(r, torch.Tensor):
-                out.copy_(r)
-
-        threading.Thread(target=fill).start()
-        return out if isinstance(_shape.get("out"), torch.Tensor) else None
+        out = _empty_like(_shape["out"])
+        threading.Thread(target=lambda: _fill(out, f(*a, **k))).start()
+        return out
 
     return call
 

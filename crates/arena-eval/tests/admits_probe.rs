@@ -76,10 +76,14 @@ class Derived(Harness):
     def check_kept(self, other, want):
         Harness.check(self, other, want)
     make_case = lambda *a: None
+class Comparisons:
+    """A derived harness's reference: comparisons, keeping the original's outputs."""
+    def outputs_kept(self):
+        return {}
 for passes in (2, 3):
     d = Derived(passes)
     s = Session(d)
-    out[f"derived_{passes}"] = [admits.admits_other_inputs(s, 0, "other", "want"), d.seen]
+    out[f"derived_{passes}"] = [admits.admits_other_inputs(s, 0, Comparisons(), Comparisons()), d.seen]
 class T:
     def __init__(self, n, size):
         self.n, self.size = n, size
@@ -208,5 +212,80 @@ fn a_check_admits_other_inputs_only_when_it_passes_three_in_a_row() {
     assert_eq!(
         v["derived_zeros"]["seen"],
         serde_json::json!([[["('ret',)", "0"]]])
+    );
+}
+
+/// The harness the evaluator loads (harness.py's Harness, from a file), not a stand-in: a
+/// reference that keeps the original's outputs reaches the harness file's `check_kept`
+/// through the loader, and a harness that lacks one is said to be broken, never probed as
+/// "told apart". Before stop 56 the loader did not pass `check_kept` on, and both probes of
+/// every derived harness answered "told apart" without looking: a zeros kernel read 3x on an
+/// H200 (kda_recompute_wu) while every unit test of the probe, all of stand-ins, passed.
+const LOADED: &str = r#"
+import json, os, sys, tempfile
+sys.path.insert(0, sys.argv[1])
+import admits, harness
+
+BODY = """
+SOURCE = "k.py"
+ENTRY = "k"
+TEST_SHAPES = [1]
+class Zero:
+    shape = (2,)
+    def __init__(self, v):
+        self.v = v
+    def new_zeros(self, shape):
+        return Zero(0)
+class Comparisons:
+    def outputs_kept(self):
+        return {"out": Zero(7)}
+def make_inputs(config, seed):
+    return (seed,)
+def reference(*args):
+    return Comparisons()
+def check(got, want):
+    raise RuntimeError("check() is not the probes' for this harness")
+"""
+KEPT = """
+def check_kept(other, want):
+    if other.outputs_kept()["out"].v != 0:
+        raise AssertionError("told apart")
+"""
+
+class Session:
+    def __init__(self, h):
+        self.h, self.admits, self.warnings = h, {}, []
+    def fresh(self, i, purpose):
+        return (), self.h.reference()
+    def name(self, i):
+        return f"configuration {i}"
+
+out = {}
+d = tempfile.mkdtemp()
+for name, body in (("with_check_kept", BODY + KEPT), ("without", BODY)):
+    path = os.path.join(d, name + ".py")
+    with open(path, "w") as f:
+        f.write(body)
+    s = Session(harness.Harness(path, accelerator=False))
+    try:
+        admits.probe(s, 0, s.h.reference(), {})
+        out[name] = {"admits": s.admits}
+    except admits.HarnessError as e:
+        out[name] = {"error": str(e)}
+print(json.dumps(out))
+"#;
+
+#[test]
+fn a_loaded_harness_that_keeps_outputs_is_probed_through_its_own_check_kept() {
+    let v = evaluator_python(LOADED);
+    assert_eq!(
+        v["with_check_kept"],
+        serde_json::json!({"admits": {"0": "tolerance_admits_zeros"}}),
+        "zeros reached the harness file's check_kept through the loader"
+    );
+    let e = v["without"]["error"].as_str().unwrap_or_default();
+    assert!(
+        e.contains("no check_kept"),
+        "a reference that keeps outputs without check_kept is the harness's error: {v}"
     );
 }

@@ -40,8 +40,7 @@ def admits_other_inputs(session, i, other, want):
     two more fresh inputs' references as the output for `want`'s inputs. A derived harness's
     reference is the runner's comparisons, not an output: its `check_kept` offers them the
     original's outputs on the other inputs (derived.py)."""
-    h = session.h
-    check = getattr(h, "check_kept", None) or h.check
+    check, _ = _check_for(session.h, want)
     for k in range(PROBES):
         try:
             if k:
@@ -53,6 +52,26 @@ def admits_other_inputs(session, i, other, want):
             # the task, and is not the kernel's: not flagged.
             return False
     return True
+
+
+class HarnessError(RuntimeError):
+    """The harness cannot be probed as it says it is (the evaluation's error, never the
+    kernel's)."""
+
+
+def _check_for(h, want):
+    """The check the probes offer other answers to, and whether it is check_kept: that where
+    the reference keeps the original's outputs instead of being one (a derived harness), else
+    check. A reference that keeps outputs with no check_kept beside it is an error, said, not a
+    probe that can never pass: before stop 56 the evaluator's harness wrapper did not pass a
+    derived harness's check_kept on, and both probes of every derived harness answered "told
+    apart" without looking (found on an H200: a zeros kernel read 3x on kda_recompute_wu)."""
+    if not callable(getattr(want, "outputs_kept", None)):
+        return h.check, False
+    check = getattr(h, "check_kept", None)
+    if check is None:
+        raise HarnessError(f"the reference ({type(want).__name__}) keeps the original's outputs, and the harness has no check_kept to offer them to")
+    return check, True
 
 
 def zeros_of(x):
@@ -82,14 +101,13 @@ def admits_zeros(session, want):
     """Whether the check of `want` passes zeros of its outputs' shapes and types: a kernel that
     computes nothing then passes. A reference with no tensor in it is not probed (zeroing
     nothing would offer the check its own answer)."""
-    h = session.h
-    kept = getattr(want, "outputs_kept", None)
+    check, kept = _check_for(session.h, want)
     try:
-        if getattr(h, "check_kept", None) is not None and callable(kept):
-            zeros, any_tensor = zeros_of(kept())
-            check, zeros = h.check_kept, _Zeroed(zeros)
+        if kept:
+            zeros, any_tensor = zeros_of(want.outputs_kept())
+            zeros = _Zeroed(zeros)
         else:
-            (zeros, any_tensor), check = zeros_of(want), h.check
+            zeros, any_tensor = zeros_of(want)
         if not any_tensor:
             return False
         check(zeros, want)

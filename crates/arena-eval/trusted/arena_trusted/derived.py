@@ -55,6 +55,9 @@ def from_runner(ns, runner, source, entry, cases):
         reference=d.reference,
         make_case=d.make_case,
         check=d.check,
+        # The kept-answer and zeros probes' check (admits.py): a reference here is the runner's
+        # comparisons, so what is offered to it is the original's outputs, kept.
+        check_kept=d.check_kept,
         DERIVED=d,
         WARNINGS=d.warnings,
     )

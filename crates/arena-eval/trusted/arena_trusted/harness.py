@@ -5,6 +5,9 @@ then each call's first argument is the JSON of {"args", "seed", ...} that the ke
 builds one instance from, per distinct value: child.Instances), TEST_SHAPES (the visible
 configurations), make_inputs(config, seed) (the call's arguments, a tuple), reference(*args)
 (the right output) and optionally check(got, want) (raises AssertionError; default: equality)
+and, where a reference is not an output but keeps the original's (`outputs_kept()`, a derived
+harness's), check_kept(other, want), which offers `want`'s check the outputs `other` keeps
+(the probes of admits.py; a reference that keeps outputs without it is the harness's error)
 and DEVICE ("cpu" or "cuda"), or DEVICES, the devices it runs on in the order preferred: the
 evaluator then picks the GPU where its container has one, else the CPU, and sets DEVICE in the
 module; optionally PRELOAD, the modules every kernel imports first (loaded once in the
@@ -129,6 +132,10 @@ class Harness:
         if self.device == "cuda":
             default = tensor_check(getattr(m, "ATOL", 1e-5), getattr(m, "RTOL", 1e-5))
         self.check = getattr(m, "check", default)
+        # For a reference that is not an output (it has outputs_kept(): a derived harness's),
+        # the probes' check (admits.py): check_kept(other, want) with `other` another
+        # reference, or zeros of its outputs, standing for the kernel's output.
+        self.check_kept = getattr(m, "check_kept", None)
         self.make_case = getattr(m, "make_case", None)
         # What the harness found out about the task itself (a derived one: derived.py), said
         # in the evaluation's warnings.
