@@ -104,6 +104,7 @@ class Z:
         return Z(0, shape)
 class RefusesZeros(Harness):
     def check(self, got, want):
+        self.seen += 1
         if any(isinstance(g, Z) and g.v == 0 for g in (got if isinstance(got, tuple) else (got,))):
             raise AssertionError("zeros told apart")
 for name, h in (("zeros_pass", Harness(9)), ("zeros_refused", RefusesZeros(9))):
@@ -111,19 +112,31 @@ for name, h in (("zeros_pass", Harness(9)), ("zeros_refused", RefusesZeros(9))):
     kept = {}
     admits.probe(s, 2, (Z(5), "meta"), kept)
     out[name] = {"admits": s.admits, "kept": sorted(kept), "warnings": s.warnings}
-# A reference over MAX_BYTES: neither zeros of it nor a kept copy are made.
+# A reference over MAX_BYTES: probed with one zero expanded to its shape (no zeros of its
+# size are made), never kept; a second call probes nothing.
+made = []
+class One:
+    def __init__(self, shape):
+        self.shape, self.v = shape, 0
+    def expand(self, shape):
+        made.append(["expand", list(shape)])
+        return Z(0, shape)
 class Big:
-    shape = (1,)
+    shape = (3, 5)
     def numel(self):
         return admits.MAX_BYTES + 1
     def element_size(self):
         return 1
     def new_zeros(self, shape):
-        raise AssertionError("zeros were made")
-s = Session(Harness(9))
-kept = {}
-admits.probe(s, 5, Big(), kept)
-out["big"] = {"admits": s.admits, "kept": sorted(kept)}
+        made.append(["new_zeros", list(shape)])
+        return One(shape)
+for name, h in (("big", Harness(9)), ("big_refused", RefusesZeros(9))):
+    made.clear()
+    s = Session(h)
+    kept = {}
+    admits.probe(s, 5, Big(), kept)
+    admits.probe(s, 5, Big(), kept)
+    out[name] = {"admits": s.admits, "kept": sorted(kept), "made": list(made), "checks": h.seen}
 # A derived harness: its zeros are the original's kept outputs zeroed, through check_kept.
 class Values:
     def outputs_kept(self):
@@ -202,8 +215,19 @@ fn a_check_admits_other_inputs_only_when_it_passes_three_in_a_row() {
         v["zeros_refused"],
         serde_json::json!({"admits": {}, "kept": [2], "warnings": []})
     );
-    // Over MAX_BYTES: not probed, not kept.
-    assert_eq!(v["big"], serde_json::json!({"admits": {}, "kept": []}));
+    // Over MAX_BYTES: probed with expanded zeros (one zero, then a view of the shape), once;
+    // never kept.
+    assert_eq!(
+        v["big"],
+        serde_json::json!({"admits": {"5": "tolerance_admits_zeros"}, "kept": [],
+            "made": [["new_zeros", []], ["expand", [3, 5]]], "checks": 1})
+    );
+    assert_eq!(
+        v["big_refused"],
+        serde_json::json!({"admits": {"5": false}, "kept": [],
+            "made": [["new_zeros", []], ["expand", [3, 5]]], "checks": 1}),
+        "a check that tells zeros apart is asked once; no kept-answer probe at that size"
+    );
     // A derived harness is offered the original's outputs zeroed.
     assert_eq!(
         v["derived_zeros"]["admits"],

@@ -13,9 +13,12 @@ one probe is not enough. Where the check passes zeros of the reference's shapes 
 than the tolerance: seven of vLLM's tasks), no speedup is credited either (stop 55)."""
 
 PROBES = 3
-# A reference larger than this is not kept for the probe (it would be held beside the next
-# call's inputs and output): elementwise outputs that large follow their inputs anyway, and
-# what admits other inputs' answers is mostly small (a loss, a norm, a narrow network's output).
+# A reference larger than this is not kept for the kept-answer probe (it would be held beside
+# the next call's inputs and output): elementwise outputs that large follow their inputs
+# anyway, and what admits other inputs' answers is mostly small (a loss, a norm, a narrow
+# network's output). It is still probed with zeros, made without memory of their own (one
+# zero, expanded to the shape: stop 56; before, KernelBench's 23_Softmax, whose 6 GiB of
+# outputs are each under its atol, passed zeros and was credited their speed).
 MAX_BYTES = 1 << 30
 
 
@@ -74,15 +77,19 @@ def _check_for(h, want):
     return check, True
 
 
-def zeros_of(x):
-    """`x` with every tensor zeroed (same shapes and types), and whether it held one."""
+def zeros_of(x, expanded=False):
+    """`x` with every tensor zeroed (same shapes and types), and whether it held one.
+    `expanded`: each a single zero expanded to the shape (a view of one element, which a
+    check reads as a full tensor of zeros: no memory the size of an output)."""
     if hasattr(x, "new_zeros") and hasattr(x, "shape"):
+        if expanded:
+            return x.new_zeros(()).expand(x.shape), True
         return x.new_zeros(x.shape), True
     if isinstance(x, dict):
-        pairs = {k: zeros_of(v) for k, v in x.items()}
+        pairs = {k: zeros_of(v, expanded) for k, v in x.items()}
         return {k: z for k, (z, _) in pairs.items()}, any(t for _, t in pairs.values())
     if isinstance(x, (list, tuple)):
-        pairs = [zeros_of(v) for v in x]
+        pairs = [zeros_of(v, expanded) for v in x]
         return type(x)(z for z, _ in pairs), any(t for _, t in pairs)
     return x, False
 
@@ -97,17 +104,19 @@ class _Zeroed:
         return self.outputs
 
 
-def admits_zeros(session, want):
+def admits_zeros(session, want, expanded=False):
     """Whether the check of `want` passes zeros of its outputs' shapes and types: a kernel that
     computes nothing then passes. A reference with no tensor in it is not probed (zeroing
-    nothing would offer the check its own answer)."""
+    nothing would offer the check its own answer). `expanded`: zeros without memory of their
+    own (zeros_of); a check that cannot read them that way (one that writes into its `got`)
+    raises, and the configuration is not flagged."""
     check, kept = _check_for(session.h, want)
     try:
         if kept:
-            zeros, any_tensor = zeros_of(want.outputs_kept())
+            zeros, any_tensor = zeros_of(want.outputs_kept(), expanded)
             zeros = _Zeroed(zeros)
         else:
-            zeros, any_tensor = zeros_of(want)
+            zeros, any_tensor = zeros_of(want, expanded)
         if not any_tensor:
             return False
         check(zeros, want)
@@ -136,19 +145,22 @@ def _flag(session, i, why):
 
 def probe(session, i, want, kept):
     """One correctness call's reference `want` of configuration `i` (the correctness gate's,
-    or an unseen evaluation's). The first, where it is at most MAX_BYTES, is probed with zeros
-    (admits_zeros) and kept; the next probes the check with the kept one
-    (admits_other_inputs). Once per configuration, the outcome goes into `session.admits` (False, or the reason no speedup is
-    credited: a key of UNCREDITED), and where it admits, a warning into `session.warnings`."""
+    or an unseen evaluation's). The first is probed with zeros (admits_zeros; over MAX_BYTES,
+    expanded zeros) and, where it is at most MAX_BYTES, kept; the next probes the check with
+    the kept one (admits_other_inputs). Once per configuration, the outcome goes into
+    `session.admits` (False, or the reason no speedup is credited: a key of UNCREDITED), and
+    where it admits, a warning into `session.warnings`."""
     if i in session.admits:
         return
     if i in kept:
         session.admits[i] = False
         if admits_other_inputs(session, i, kept.pop(i), want):
             _flag(session, i, "tolerance_admits_other_inputs")
-    elif nbytes(want) > MAX_BYTES:
-        return  # neither its zeros nor a kept copy are made at that size
-    elif admits_zeros(session, want):
+        return
+    big = nbytes(want) > MAX_BYTES
+    if admits_zeros(session, want, expanded=big):
         _flag(session, i, "tolerance_admits_zeros")
+    elif big:
+        session.admits[i] = False  # no kept copy at that size: no kept-answer probe
     else:
         kept[i] = want
