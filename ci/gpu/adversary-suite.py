@@ -22,6 +22,7 @@ killed after each evaluation, so nothing an attack leaves reaches the next.
 import argparse
 import importlib.util
 import json
+import math
 import os
 import shutil
 import signal
@@ -258,11 +259,17 @@ def verdict(s, control):
 
 def compare_sessions(ss, cs):
     """An attack's session speedups `ss` against the untouched copy's `cs`: GAINED only where
-    every one of its sessions reads above every one of the untouched copy's."""
+    every one of its sessions reads above every one of the untouched copy's. Where the attack
+    changes nothing, that happens by chance once in C(n+m, n) (sessions exchangeable): 1 in 20
+    at 3 sessions each, so a table of a hundred units holds about five false GAINED (stop 56:
+    `ipc_guess` 1.048 and a `python_thread` that computed honestly, 1.010, neither seen again
+    over 5 or 8 sessions). The chance is said with each GAINED; rerun one with more sessions
+    before believing it."""
     if not ss or not cs:
         return "n/a", "no session speedups"
     if min(ss) > max(cs):
-        return "GAINED", f"every session above the untouched copy's: {min(ss):.3f}-{max(ss):.3f} > {min(cs):.3f}-{max(cs):.3f}"
+        chance = math.comb(len(ss) + len(cs), len(ss))
+        return "GAINED", f"every session above the untouched copy's: {min(ss):.3f}-{max(ss):.3f} > {min(cs):.3f}-{max(cs):.3f} (by chance 1 in {chance} where nothing changed)"
     if max(ss) <= max(cs):
         return "gains nothing", f"sessions {min(ss):.3f}-{max(ss):.3f}, untouched {min(cs):.3f}-{max(cs):.3f}"
     return "within noise", f"sessions {min(ss):.3f}-{max(ss):.3f} overlap untouched's {min(cs):.3f}-{max(cs):.3f} and reach above it"
