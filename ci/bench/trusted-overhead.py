@@ -36,6 +36,11 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 EVALUATOR = os.path.join(ROOT, "crates/arena-eval/trusted/arena_trusted/evaluate.py")
+# job.json's `perf` with every field (the evaluator refuses one that lacks any): the
+# evaluator's own type, its defaults the runner's (arena_trusted/perf_settings.py).
+sys.path.insert(0, os.path.dirname(EVALUATOR))
+from perf_settings import PerfSettings  # noqa: E402
+sys.path.pop(0)
 INLINE = os.path.join(ROOT, "ci/bench/inline-evaluator.py")
 DEFAULT_TASKS = ["tasks/python2python/arena/matmul", "tasks/python2python/arena/prefix_sum"]
 USERS = {"baseline": 60001, "candidate": 60002}
@@ -130,8 +135,7 @@ def trusted(task, roles, inline=False):
             "groups": [],
             "timeouts": {"compile": 300, "correctness": 300, "performance": 600},
             "trials": 2,
-            "perf": {"pairs": PAIRS, "target_batch_ms": 20.0, "max_calls": 4096, "warmup_batches": 2,
-                     "graphs": True, "sessions": 10, "gpu_sessions": 5},
+            "perf": PerfSettings(pairs=PAIRS).as_job(),
             "out": out,
             "pass_env": ["CUDA_VISIBLE_DEVICES", "LD_LIBRARY_PATH", "PATH"],
             "unseen": False,

@@ -20,6 +20,11 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 EVALUATOR = os.path.join(ROOT, "crates/arena-eval/trusted/arena_trusted/evaluate.py")
+# job.json's `perf` with every field (the evaluator refuses one that lacks any): the
+# evaluator's own type, its defaults the runner's (arena_trusted/perf_settings.py).
+sys.path.insert(0, os.path.dirname(EVALUATOR))
+from perf_settings import PerfSettings  # noqa: E402
+sys.path.pop(0)
 SOURCE = "source/model_new.py"
 
 
@@ -58,8 +63,7 @@ def setup(work, task_dir):
         "groups": [],
         "timeouts": {"compile": 600, "correctness": 600, "performance": 900},
         "trials": 2,
-        "perf": {"pairs": int(os.environ.get("ARENA_PAIRS", "10")), "target_batch_ms": 20, "max_calls": 4096,
-                 "warmup_batches": 2, "graphs": True, "sessions": 1},
+        "perf": PerfSettings(pairs=int(os.environ.get("ARENA_PAIRS", "10")), sessions=1, gpu_sessions=1).as_job(),
         "out": out,
         "pass_env": ["CUDA_VISIBLE_DEVICES", "LD_LIBRARY_PATH", "PATH"],
         "unseen": False,

@@ -28,6 +28,11 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 EVALUATOR = os.path.join(ROOT, "crates/arena-eval/trusted/arena_trusted/evaluate.py")
+# job.json's `perf` with every field (the evaluator refuses one that lacks any): the
+# evaluator's own type, its defaults the runner's (arena_trusted/perf_settings.py).
+sys.path.insert(0, os.path.dirname(EVALUATOR))
+from perf_settings import PerfSettings  # noqa: E402
+sys.path.pop(0)
 TASKS = {"row_softmax": ("softmax.py", "softmax"), "add_rmsnorm": ("add_rmsnorm.py", "add_rmsnorm")}
 
 WRAP = """import importlib.util, os, sys
@@ -125,8 +130,7 @@ def write_job(work, harness, cases, pairs, graphs, sessions):
         "groups": [],
         "timeouts": {"compile": 300, "correctness": 300, "performance": 600},
         "trials": 2,
-        "perf": {"pairs": pairs, "target_batch_ms": 20, "max_calls": 4096, "warmup_batches": 2, "graphs": graphs,
-                 "gpu_sessions": sessions},
+        "perf": PerfSettings(pairs=pairs, graphs=graphs, sessions=1, gpu_sessions=sessions).as_job(),
         "out": out,
         "pass_env": ["CUDA_VISIBLE_DEVICES", "LD_LIBRARY_PATH", "PATH"],
         "unseen": False,

@@ -113,6 +113,7 @@ files!(
     "mappings.py",
     "measure.py",
     "memory_blame.py",
+    "perf_settings.py",
     "record.py",
     "samples.py",
     "serve.py",
@@ -154,7 +155,9 @@ pub struct Ids {
     pub gid: u32,
 }
 
-/// How performance is measured.
+/// How performance is measured: job.json's `perf`, every field written. The evaluator reads
+/// it once into its own type (arena_trusted/perf_settings.py), whose defaults
+/// tests/perf_settings.rs holds equal to these.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct PerfSettings {
     /// Pairs of batches (one of each kernel, in random order) per configuration.
@@ -180,6 +183,20 @@ pub struct PerfSettings {
     /// identical code can pick configurations 8-10 % apart: in one session that draw would
     /// be the whole of the speedup (AgentKernelArena's fla_l2norm, untouched, read 1.078).
     pub gpu_sessions: u32,
+    /// GPU kernels: a batch's inputs are made afresh and written again, up to this many
+    /// tries in all, where the device watch saw other work while they were written.
+    pub busy_tries: u32,
+    /// GPU kernels: an output that still changes this long after the answer (and after the
+    /// batch's own time) fails the batch as deferred work.
+    pub deferred_limit_ms: f64,
+    /// GPU kernels: the device watch's sampling gap, and the gap between two of its timer
+    /// reads, or the lateness of its stop, that says another context's work shared the
+    /// device (measured on an H100: docs/measurements.md, "The device watch").
+    pub watch_gap_us: f64,
+    pub busy_gap_us: f64,
+    pub late_stop_us: f64,
+    /// GPU kernels: output words sampled per timed batch and read back after the answer.
+    pub output_samples: u32,
 }
 
 impl Default for PerfSettings {
@@ -192,6 +209,12 @@ impl Default for PerfSettings {
             graphs: true,
             sessions: 10,
             gpu_sessions: 5,
+            busy_tries: 3,
+            deferred_limit_ms: 50.0,
+            watch_gap_us: 20.0,
+            busy_gap_us: 100.0,
+            late_stop_us: 1000.0,
+            output_samples: 64,
         }
     }
 }

@@ -24,6 +24,7 @@ fn a_reference_never_writes_into_what_the_kernel_is_given() {
 import sys, types
 sys.path.insert(0, sys.argv[1])
 from measure import Session
+from perf_settings import PerfSettings
 {TENSOR}
 def reference(x, out):
     out.v[:] = x.v
@@ -33,7 +34,7 @@ h = types.SimpleNamespace(
     reference=reference, output_args=(1,), device="cuda", path="h.py",
     check_output_args=lambda args: None,
 )
-s = Session(h, None, [((2,), "visible")], b"secret", {"timeouts": {"performance": 1}}, False)
+s = Session(h, None, [((2,), "visible")], b"secret", {"timeouts": {"performance": 1}, "perf": PerfSettings()}, False)
 args, want = s.fresh(0, "correctness")
 assert args[1].v == [0, 0], "the reference wrote into the kernel's output argument"
 assert want.v == args[0].v
@@ -52,6 +53,7 @@ fn a_reference_that_changes_its_inputs_never_hands_them_to_the_kernel() {
 import sys, types
 sys.path.insert(0, sys.argv[1])
 from measure import Session
+from perf_settings import PerfSettings
 {TENSOR}
 seen = []
 def reference(x):
@@ -63,7 +65,7 @@ h = types.SimpleNamespace(
     make_inputs=lambda shape, seed: (Tensor([-(seed % 7) - 1, 2]),),
     reference=reference, output_args=None, device="cuda", path="h.py",
 )
-s = Session(h, None, [((2,), "visible")], b"secret", {"timeouts": {"performance": 1}}, False)
+s = Session(h, None, [((2,), "visible")], b"secret", {"timeouts": {"performance": 1}, "perf": PerfSettings()}, False)
 for k in range(3):
     args, want = s.fresh(0, "correctness")
     assert args[0].v[0] < 0, f"call {k}: the kernel's input is the reference's answer: {args[0].v}"
@@ -77,7 +79,7 @@ def ref2(x):
     seen2.append(x)
     return Tensor(x.v)
 h2.reference = ref2
-s2 = Session(h2, None, [((2,), "visible")], b"secret", {"timeouts": {"performance": 1}}, False)
+s2 = Session(h2, None, [((2,), "visible")], b"secret", {"timeouts": {"performance": 1}, "perf": PerfSettings()}, False)
 for k in range(2):
     args, _ = s2.fresh(0, "correctness")
     assert seen2[-1] is args[0]
@@ -97,10 +99,11 @@ fn a_check_out_of_memory_is_never_the_kernels_fault() {
 import sys, types
 sys.path.insert(0, sys.argv[1])
 from measure import CheckFailed, Session
+from perf_settings import PerfSettings
 def oom(got, want):
     raise RuntimeError("CUDA out of memory. Tried to allocate 6.00 GiB")
 h = types.SimpleNamespace(check=oom, device="cuda", path="h.py", output_args=None)
-s = Session(h, None, [((2,), "visible")], b"secret", {"timeouts": {"performance": 1}}, False)
+s = Session(h, None, [((2,), "visible")], b"secret", {"timeouts": {"performance": 1}, "perf": PerfSettings()}, False)
 try:
     s.check(1, 1, "shape (2,)")
     raise SystemExit("the check's error was swallowed")

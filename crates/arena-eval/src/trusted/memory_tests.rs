@@ -49,6 +49,7 @@ sys.path.insert(0, sys.argv[1])
 import copies
 copies.HOST_COPY_BYTES, copies.COMPARE_BLOCK = 8, 3
 from measure import Session
+from perf_settings import PerfSettings
 def make_inputs(shape, seed):
     return (Tensor(bytes(range(seed % 50, seed % 50 + 10)), "cuda"),)
 def in_place(x):
@@ -56,7 +57,7 @@ def in_place(x):
     x.data[7] ^= 0xFF  # in place, past the first block
     return out
 h = types.SimpleNamespace(make_inputs=make_inputs, reference=in_place, output_args=None, device="cuda", path="h.py")
-s = Session(h, None, [((10,), "visible")], b"secret", {"timeouts": {"performance": 1}}, False)
+s = Session(h, None, [((10,), "visible")], b"secret", {"timeouts": {"performance": 1}, "perf": PerfSettings()}, False)
 kept = copies._kept(make_inputs(None, 3)[0])
 assert kept.device == "cpu", "a large input's copy stays on the device"
 small = Tensor(b"abc", "cuda")

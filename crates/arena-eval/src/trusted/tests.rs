@@ -340,11 +340,12 @@ import signal, sys, time, types
 sys.path.insert(0, sys.argv[1])
 import deadline, evaluation, gates
 from measure import CheckFailed, Session
+from perf_settings import PerfSettings
 deadline.install("the evaluator")
 def slow(*_):
     time.sleep(5)
 h = types.SimpleNamespace(check=slow, device="cpu")
-s = Session(h, None, [((2,), "visible")], b"secret", {"timeouts": {"correctness": 1}}, False)
+s = Session(h, None, [((2,), "visible")], b"secret", {"timeouts": {"correctness": 1}, "perf": PerfSettings()}, False)
 s.data = types.SimpleNamespace(forget=lambda k: None)
 optional = types.SimpleNamespace(optional=True, role="compiled")
 for name, call in (
@@ -377,6 +378,7 @@ fn a_deadline_while_kernels_close_lets_every_one_close_first() {
 import signal, sys, time, types
 sys.path.insert(0, sys.argv[1])
 import deadline, evaluation
+from perf_settings import PerfSettings
 deadline.install("the evaluator")
 closed = []
 class Kernel:
@@ -393,7 +395,7 @@ evaluation.Kernel = Kernel
 h = types.SimpleNamespace(compiled_baseline=None, source="k.py", entry="f", device="cpu",
                           output_args=(), kernel_part=False, launch=False)
 job = {"kernels": {"original": "/o", "candidate": "/c"}, "timeouts": {"compile": 1},
-       "scratch": {"original": "/tmp", "candidate": "/tmp"}}
+       "scratch": {"original": "/tmp", "candidate": "/tmp"}, "perf": PerfSettings()}
 signal.setitimer(signal.ITIMER_REAL, 0.1)
 try:
     evaluation.run_gates(job, h, None, [((2,), "visible")], False, ["original", "candidate"],

@@ -14,6 +14,7 @@ import sys, types
 sys.path.insert(0, sys.argv[1])
 import measure
 from gpu_errors import DeviceBusy
+from perf_settings import PerfSettings
 class Data:
     rewrites_inputs = True
     def __init__(self, busy):
@@ -32,7 +33,7 @@ class Data:
         return True
 h = types.SimpleNamespace(device="cuda", warnings=[], make_case=lambda cfg, seed, purpose: ((seed,), seed + 1))
 def session(data, tries):
-    job = {"timeouts": {"performance": 1}, "perf": {"busy_tries": tries}}
+    job = {"timeouts": {"performance": 1}, "perf": PerfSettings(busy_tries=tries)}
     return measure.Session(h, data, [((4,), "c")], b"secret", job, False)
 d = Data(busy=2)
 s = session(d, 3)

@@ -33,6 +33,7 @@ from evaluation import (  # noqa: E402
     zygote_for,
 )
 from harness import Harness  # noqa: E402
+from perf_settings import PerfSettings  # noqa: E402
 
 
 def main(job_path):
@@ -41,6 +42,8 @@ def main(job_path):
     wire.IMPORT_TORCH = False  # see wire.py: a kernel's tensor never makes this process import
     with open(job_path) as f:
         job = json.load(f)
+    # Read once, typed; every reader is given this object (perf_settings.py).
+    job["perf"] = PerfSettings.of(job.get("perf"))
     own = use_own_scratch(job)
     install_deadline("the evaluator")
     if job.get("serve"):

@@ -40,7 +40,7 @@ class GpuData:
     rewrites_inputs = True
 
     def __init__(self, job):
-        perf = job.get("perf", {})
+        perf = job["perf"]  # perf_settings.PerfSettings
         self.cu = Driver()
         props = torch.cuda.get_device_properties(0)
         self.l2 = int(getattr(props, "L2_cache_size", 0) or 50 << 20)
@@ -59,9 +59,9 @@ class GpuData:
         if soft != resource.RLIM_INFINITY and soft < want:
             resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
         # Deferred work beyond this (and beyond the batch's own time) is named as such.
-        self.deferred_ms = float(perf.get("deferred_limit_ms", 50.0))
-        self.guard = Guard(self.cu, float(perf.get("watch_gap_us", 20.0)))
-        self.samples = Samples(self, int(perf.get("output_samples", 64)))
+        self.deferred_ms = perf.deferred_limit_ms
+        self.guard = Guard(self.cu, perf.watch_gap_us)
+        self.samples = Samples(self, perf.output_samples)
         # A watched stretch with a gap between two timer reads longer than this, or that
         # stopped later than `late_stop_us`, was shared with another context's work. Measured
         # on an H100 (docs/measurements.md, "The device watch"): gaps of an idle device and of
@@ -69,8 +69,8 @@ class GpuData:
         # 296-306 us (the switch of contexts), a kernel running on 2.4 ms (a time slice); stops
         # 8-30 us, and up to 2.2 ms late behind another context's kernel. How late a watch
         # starts is recorded, never judged: 50-230 us with nothing else on the device.
-        self.busy_gap_us = float(perf.get("busy_gap_us", 100.0))
-        self.late_stop_us = float(perf.get("late_stop_us", 1000.0))
+        self.busy_gap_us = perf.busy_gap_us
+        self.late_stop_us = perf.late_stop_us
         self.watched = {"stretches": 0, "gap_us": 0.0, "start_us": 0.0, "stop_us": 0.0, "over_us": 0.0}
         # Written before each timed batch: neither kernel's batch finds the other's data (or
         # its own earlier batch's) in L2. Within a batch, input slots rotate over twice L2.

@@ -47,7 +47,8 @@ class Session:
         self.admits = {}
         t = job["timeouts"]
         self.timeout = {g: float(t[g]) for g in t}
-        self.graphs = harness.device == "cuda" and bool(job.get("perf", {}).get("graphs", True))
+        self.perf = job["perf"]  # perf_settings.PerfSettings, read once (evaluate.py)
+        self.graphs = harness.device == "cuda" and self.perf.graphs
 
     def _seed(self, *parts):
         h = hashlib.sha256(self.secret)
@@ -174,7 +175,7 @@ class Session:
         the only ones the batch is checked against."""
         # Only where `stage` and `fill` write the inputs can a try write them afresh (GpuData;
         # CpuData lays them out when the calls are assigned, and its watch is never busy).
-        tries = max(1, int(self.job.get("perf", {}).get("busy_tries", 3)))
+        tries = max(1, self.perf.busy_tries)
         if not self.data.rewrites_inputs:
             tries = 1
         for t in range(tries):
@@ -304,14 +305,13 @@ class Session:
         times beside the judged kernel's (`<role>_ms`, `<role>_pairs_ms`), and where it fails
         (its output is wrong, it cannot run) the case goes on without it and says why
         (`<role>_error`)."""
-        perf = self.job["perf"]
-        pairs = int(perf["pairs"])
-        target = float(perf["target_batch_ms"]) / 1000.0
-        max_calls = int(perf["max_calls"])
+        perf = self.perf
+        pairs = perf.pairs
+        target = perf.target_batch_ms / 1000.0
+        max_calls = perf.max_calls
         sessions = 1
         if restart is not None and len(kernels) >= 2:
-            per_device = "gpu_sessions" if self.h.device == "cuda" else "sessions"
-            sessions = max(1, min(pairs, int(perf.get(per_device, 1))))
+            sessions = max(1, min(pairs, perf.gpu_sessions if self.h.device == "cuda" else perf.sessions))
         share = [pairs // sessions + (1 if s < pairs % sessions else 0) for s in range(sessions)]
         roles = [k.role for k in kernels]
         optional = [k.role for k in kernels if k.optional]
@@ -383,14 +383,14 @@ class Session:
     def _session(self, kernels, i, st, pairs, session, target, max_calls):
         """Configuration `i` in one session: sized in the first (and captured, on a GPU),
         warmed again by a call each in a later one (fresh processes), then its pairs."""
-        perf = self.job["perf"]
+        perf = self.perf
         if st["n"] is None:
             n = {}
             cap = min(max_calls, self.data.calls_cap(self.fresh(i, "size")[0]))
             for k in self._live(kernels, st):
 
                 def size(k=k):
-                    for _ in range(int(perf["warmup_batches"])):
+                    for _ in range(perf.warmup_batches):
                         t1, _ = self.batch(k, i, 1, "warmup", "performance")
                     # A batch of one is mostly round trip: size a second guess by it, then
                     # the batch by the second guess's time per call.
@@ -457,7 +457,7 @@ class Session:
         graph = {k.role: False for k in kernels}
         if not self.graphs:
             return graph
-        max_calls = int(self.job["perf"]["max_calls"])
+        max_calls = self.perf.max_calls
         for k in kernels:
 
             def capture(k=k):

@@ -13,6 +13,7 @@ named in `keep_scratch`) their scratch are removed as those users; if anything o
 the evaluator says so (`retire`) and ends after its answer (the runner starts a fresh one): it
 could not vouch for the next evaluation.
 """
+import dataclasses
 import os
 import re
 import signal
@@ -150,7 +151,7 @@ def one(job, harness, data, configs, msg, zygote, kept):
         # the default of the next.
         if type(pairs) is not int or not 1 <= pairs <= MAX_PAIRS:
             return {"ok": False, "error": f"pairs {pairs!r}: not an integer from 1 to {MAX_PAIRS}"}
-        job = dict(job, perf=dict(job["perf"], pairs=pairs))
+        job = dict(job, perf=dataclasses.replace(job["perf"], pairs=pairs))
     out = os.path.join(job["out"], rid)
     os.mkdir(out, 0o700)
     record = ev.new_record(harness)

@@ -1,0 +1,60 @@
+"""How performance is measured: job.json's `perf`, typed and read once (evaluate.py), then
+passed as this object to the session (measure.py) and the device's data (gpu.py, data.py).
+
+arena's runner writes every field (arena-eval's `trusted::PerfSettings`, whose defaults these
+are: crates/arena-eval/tests/perf_settings.rs holds the two equal, field for field). A job
+that lacks a field, names one not here, or gives one of the wrong type is refused, named: a
+typo would otherwise leave a default in force without a word. The defaults serve scripts that
+write their own jobs (ci/gpu, ci/bench), through `PerfSettings(...).as_job()`."""
+import dataclasses
+
+
+@dataclasses.dataclass(frozen=True)
+class PerfSettings:
+    # Pairs of batches (one of each kernel, in random order) per configuration.
+    pairs: int = 10
+    # A batch holds as many calls as take about this long.
+    target_batch_ms: float = 20.0
+    max_calls: int = 4096
+    warmup_batches: int = 2
+    # GPU kernels: each timed batch captured as a CUDA graph and replayed in the window.
+    graphs: bool = True
+    # The pairs spread over this many sessions of fresh kernel processes (CPU, GPU).
+    sessions: int = 10
+    gpu_sessions: int = 5
+    # A batch's inputs written again, up to this many tries, where the device watch saw work
+    # in the window they were written in (measure.py's write_inputs).
+    busy_tries: int = 3
+    # Milliseconds an output may still change after the answer before the batch is failed
+    # as deferred work (gpu.py's settle).
+    deferred_limit_ms: float = 50.0
+    # The device watch's sampling gap and what it calls busy (gpu_guard.py).
+    watch_gap_us: float = 20.0
+    busy_gap_us: float = 100.0
+    late_stop_us: float = 1000.0
+    # Output words sampled per timed batch, checked after the answer (samples.py).
+    output_samples: int = 64
+
+    @classmethod
+    def of(cls, perf):
+        """The settings of a job's `perf` (a dict with every field), or ValueError naming what
+        is wrong with it."""
+        if not isinstance(perf, dict):
+            raise ValueError(f"job.json: perf must be an object, not {type(perf).__name__}")
+        fields = {f.name: f for f in dataclasses.fields(cls)}
+        unknown = sorted(set(perf) - set(fields))
+        missing = sorted(set(fields) - set(perf))
+        if unknown or missing:
+            raise ValueError(f"job.json: perf has unknown fields {unknown} and lacks {missing}")
+        for name, f in fields.items():
+            v = perf[name]
+            ok = type(v) is bool if f.type is bool else (
+                type(v) is int if f.type is int else type(v) in (int, float)
+            )
+            if not ok:
+                raise ValueError(f"job.json: perf.{name} must be a {f.type.__name__}, not {v!r}")
+        return cls(**{k: (float(v) if fields[k].type is float else v) for k, v in perf.items()})
+
+    def as_job(self):
+        """The settings as job.json's `perf` (every field)."""
+        return dataclasses.asdict(self)
