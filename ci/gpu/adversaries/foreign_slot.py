@@ -2,7 +2,9 @@
 the next call's input slot of the evaluator's pool and handed back from there (what a kernel
 that batches calls, or one that shares one output among calls, would hand back).
 Expected: an output may lie in its own call's slot only: refused, a gate fails. (A kernel
-writing into its arguments, OUTPUT_ARGS, is read from its own slots: nothing to hand back.)"""
+writing into its arguments, OUTPUT_ARGS, is read from its own slots: nothing to hand back.)
+Outputs nested in tuples and lists each go into a slot of their own (since stop 56; before, a
+tuple-returning entry's outputs were handed back where the kernel made them)."""
 import torch
 
 import gpu  # the evaluator's own file beside child.py (read-only)
@@ -11,20 +13,26 @@ _c = child()
 _n = [0]
 
 
+def _moved(r, g):
+    if isinstance(r, (tuple, list)):
+        return type(r)(_moved(x, g) for x in r)
+    if not isinstance(r, torch.Tensor) or r.numel() * r.element_size() > g.slot_bytes:
+        return r
+    _n[0] += 1
+    s = _n[0] % g.count
+    chunk, j = divmod(s, g.per_chunk)
+    t = gpu.tensor_at(g.pools[chunk][0] + j * g.slot_bytes, list(r.shape), list(r.stride()), r.dtype)
+    t.copy_(r)
+    return t
+
+
 def _elsewhere(f):
     def call(*a, **k):
         r = f(*a, **k)
         g = _c.gpu
-        if not isinstance(r, torch.Tensor) or g is None or not g.pools:
+        if g is None or not g.pools:
             return r
-        _n[0] += 1
-        s = _n[0] % g.count
-        chunk, j = divmod(s, g.per_chunk)
-        if r.numel() * r.element_size() > g.slot_bytes:
-            return r
-        t = gpu.tensor_at(g.pools[chunk][0] + j * g.slot_bytes, list(r.shape), list(r.stride()), r.dtype)
-        t.copy_(r)
-        return t
+        return _moved(r, g)
 
     return call
 

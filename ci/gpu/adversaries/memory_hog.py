@@ -7,7 +7,8 @@ the runner records an infrastructure error, the report leaves the task run out, 
 kernel is never scored.
 Expected: the evaluator measures each kernel's footprint by killing its processes
 (memory_blame.py) and fails the gate under way for this kernel's memory; where everything fits
-in what is left, the zeros fail correctness."""
+in what is left, the zeros fail correctness. Outputs nested in tuples and lists are zeroed alike
+(since stop 56; before, a tuple-returning entry's outputs were handed back computed)."""
 import torch
 
 _kept = []
@@ -22,12 +23,17 @@ while _free > (4 << 30) + _chunk:
 report(f"holding {len(_kept) * _chunk / 2**30:.1f} GiB, {_free / 2**30:.1f} GiB left free")
 
 
+def _zeroed(r):
+    if isinstance(r, torch.Tensor):
+        return torch.zeros_like(r)
+    if isinstance(r, (tuple, list)):
+        return type(r)(_zeroed(x) for x in r)
+    return r
+
+
 def _zeros(f):
     def call(*a, **k):
-        r = f(*a, **k)
-        if isinstance(r, torch.Tensor):
-            return torch.zeros_like(r)
-        return r
+        return _zeroed(f(*a, **k))
 
     return call
 

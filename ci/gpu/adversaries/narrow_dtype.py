@@ -1,18 +1,25 @@
 """Attacks: a check that ignores the element type. Every call runs under autocast to fp16 and
 hands back fp16 where the reference is fp32: half the bytes written, tensor cores for matrix
 products, values within KernelBench's tolerance (its own check compares values only).
+Outputs nested in tuples and lists are narrowed alike (since stop 56: before, on an entry that
+returns a tuple, layernorm_gated's, it had nothing to act on and computed honestly).
 Expected: the check compares types too (arena-kernelbench's template; AgentKernelArena's
 harnesses compare dtypes): the correctness gate fails."""
 import torch
 
 
+def _half(r):
+    if isinstance(r, torch.Tensor) and r.dtype == torch.float32:
+        return r.half()
+    if isinstance(r, (tuple, list)):
+        return type(r)(_half(x) for x in r)
+    return r
+
+
 def _narrow(f):
     def call(*a, **k):
         with torch.autocast("cuda", dtype=torch.float16):
-            r = f(*a, **k)
-        if isinstance(r, torch.Tensor) and r.dtype == torch.float32:
-            return r.half()
-        return r
+            return _half(f(*a, **k))
 
     return call
 
