@@ -1,5 +1,5 @@
 """How performance is measured: job.json's `perf`, typed and read once (evaluate.py), then
-passed as this object to the session (measure.py) and the device's data (gpu.py, data.py).
+passed as this object to the session (measure.py) and the GPU's data (gpu.py).
 
 arena's runner writes every field (arena-eval's `trusted::PerfSettings`, whose defaults these
 are: crates/arena-eval/tests/perf_settings.rs holds the two equal, field for field). A job
