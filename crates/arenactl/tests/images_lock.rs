@@ -154,26 +154,10 @@ fn verify_names_every_mismatch() {
     assert!(err.contains(&format!("stored blob sha256:{hex}")), "{err}");
 }
 
-/// arenactl in `cwd` with `ARENA_HOST_ROOT` set to `host`, or unset.
-fn arenactl_host(args: &[&str], cwd: &Path, host: Option<&Path>) -> Output {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_arenactl"));
-    cmd.args(args).current_dir(cwd);
-    match host {
-        Some(h) => cmd.env("ARENA_HOST_ROOT", h),
-        None => cmd.env_remove("ARENA_HOST_ROOT"),
-    };
-    cmd.output().unwrap()
-}
-
-/// The `cuda-host` set over a stand-in host root: every captured tree lands at its target
-/// (an empty one still gives its directory), absolute symlinks are kept as written, the driver
-/// directory is not captured, and `image verify` recomputes the lock.
-#[test]
-fn the_cuda_host_set_captures_a_host_root() {
-    let t = tempfile::tempdir().unwrap();
-    let dir = t.path().join("inputs");
-    copy_inputs(&dir, "022", "2001-01-01");
-    let host = t.path().join("host");
+/// A stand-in for an NVIDIA host's root below `dir`: the trees cuda-host.toml captures, a few
+/// files and absolute symlinks in them, and the driver's directory it must leave out.
+fn stand_in_host(dir: &Path) -> std::path::PathBuf {
+    let host = dir.join("host");
     for d in [
         "usr/bin",
         "usr/sbin",
@@ -197,6 +181,29 @@ fn the_cuda_host_set_captures_a_host_root() {
         host.join("opt/torch/.venv/bin/python"),
     )
     .unwrap();
+    host
+}
+
+/// arenactl in `cwd` with `ARENA_HOST_ROOT` set to `host`, or unset.
+fn arenactl_host(args: &[&str], cwd: &Path, host: Option<&Path>) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_arenactl"));
+    cmd.args(args).current_dir(cwd);
+    match host {
+        Some(h) => cmd.env("ARENA_HOST_ROOT", h),
+        None => cmd.env_remove("ARENA_HOST_ROOT"),
+    };
+    cmd.output().unwrap()
+}
+
+/// The `cuda-host` set over a stand-in host root: every captured tree lands at its target
+/// (an empty one still gives its directory), absolute symlinks are kept as written, the driver
+/// directory is not captured, and `image verify` recomputes the lock.
+#[test]
+fn the_cuda_host_set_captures_a_host_root() {
+    let t = tempfile::tempdir().unwrap();
+    let dir = t.path().join("inputs");
+    copy_inputs(&dir, "022", "2001-01-01");
+    let host = stand_in_host(t.path());
     let store = t.path().join("store");
     let lock = [
         "lock",
@@ -258,4 +265,106 @@ fn the_cuda_host_set_captures_a_host_root() {
     ];
     let out = arenactl_host(&verify, &dir, Some(&host));
     ok(&out);
+}
+
+/// The pinned CLI tarballs in the user's cache (as crates/arenactl/tests/agent_cli.rs keeps
+/// them; fetched once from npm, checked against the recipes' sha256).
+fn cli_tarballs() -> std::path::PathBuf {
+    let dir = std::env::var_os("ARENA_TARBALL_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| {
+            std::path::PathBuf::from(std::env::var_os("HOME").unwrap())
+                .join(".cache/arena/tarballs")
+        });
+    for recipe in ["images/claude-code-host.toml", "images/codex-host.toml"] {
+        let o = Command::new("bash")
+            .arg(repo().join("ci/fetch-tarballs.sh"))
+            .arg(repo().join(recipe))
+            .arg(&dir)
+            .output()
+            .unwrap();
+        ok(&o);
+    }
+    dir
+}
+
+/// The entries of the stored layer blob `digest` (a zstd tar), streamed.
+fn layer_entries(store: &Path, digest: &str) -> Vec<String> {
+    let hex = digest.trim_start_matches("sha256:");
+    let blob = std::fs::File::open(store.join("blobs/sha256").join(hex)).unwrap();
+    let mut tar = tar::Archive::new(zstd::stream::read::Decoder::new(blob).unwrap());
+    tar.entries()
+        .unwrap()
+        .map(|e| e.unwrap().path().unwrap().display().to_string())
+        .collect()
+}
+
+/// `key = "value"` lines of a lockfile section, in order.
+fn values<'a>(section: &'a str, key: &str) -> Vec<&'a str> {
+    let prefix = format!("{key} = \"");
+    section
+        .lines()
+        .filter_map(|l| l.strip_prefix(prefix.as_str()))
+        .map(|v| v.trim_end_matches('"'))
+        .collect()
+}
+
+/// The `cuda-host-agents` set over the same stand-in host root: Claude Code's and Codex's CLIs
+/// on the host-captured base, for an offline NVIDIA node that can bring in no base image. Each
+/// agent image's base is the cuda-host image of the same lock, its layers are that image's
+/// layers and then its own (the CLI where its agent file runs it), and `image verify`
+/// recomputes the lock.
+#[test]
+fn the_cuda_host_agents_set_puts_the_clis_on_the_host_base() {
+    let t = tempfile::tempdir().unwrap();
+    let dir = t.path().join("inputs");
+    copy_inputs(&dir, "022", "2001-01-01");
+    let host = stand_in_host(t.path());
+    let tarballs = cli_tarballs();
+    let store = t.path().join("store");
+    let s = store.to_str().unwrap();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_arenactl"));
+    cmd.args(["lock", "--set", "cuda-host-agents", "--store", s])
+        .current_dir(&dir)
+        .env("ARENA_HOST_ROOT", &host)
+        .env("ARENA_TARBALL_DIR", &tarballs);
+    ok(&cmd.output().unwrap());
+    let text = std::fs::read_to_string(dir.join("lockfiles/cuda-host-agents.lock")).unwrap();
+    let base = image_section(&text, "cuda-host");
+    let base_layers = values(base, "digest");
+    for (image, cli) in [
+        ("claude-code-host", "opt/claude-code/package/claude"),
+        ("codex-host", "opt/codex/bin/arena-codex"),
+    ] {
+        let section = image_section(&text, image);
+        assert_eq!(values(section, "base"), values(base, "manifest"), "{image}");
+        let layers = values(section, "digest");
+        assert!(
+            layers.len() > base_layers.len() && layers[..base_layers.len()] == base_layers[..],
+            "{image}: {layers:?} does not begin with cuda-host's {base_layers:?}"
+        );
+        let own: Vec<String> = layers[base_layers.len()..]
+            .iter()
+            .flat_map(|d| layer_entries(&store, d))
+            .collect();
+        assert!(
+            own.iter().any(|e| e == cli),
+            "{image}: {cli} not among its own layers' {own:?}"
+        );
+        let agent = arena_run::Agent::load(&repo().join(format!("agents/{image}.toml"))).unwrap();
+        assert_eq!(agent.image, arena_run::AgentImage::Locked(image.into()));
+    }
+    let mut verify = Command::new(env!("CARGO_BIN_EXE_arenactl"));
+    verify
+        .args([
+            "image",
+            "verify",
+            "--image-lock",
+            "lockfiles/cuda-host-agents.lock",
+        ])
+        .args(["--store", s])
+        .current_dir(&dir)
+        .env("ARENA_HOST_ROOT", &host)
+        .env("ARENA_TARBALL_DIR", &tarballs);
+    ok(&verify.output().unwrap());
 }
