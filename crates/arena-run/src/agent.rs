@@ -484,8 +484,10 @@ env = { MODE = "x" }
             [
                 "claude-code",
                 "claude-code-cuda",
+                "claude-code-host",
                 "codex",
                 "codex-cuda",
+                "codex-host",
                 "cursor-agent",
                 "scripted"
             ]
