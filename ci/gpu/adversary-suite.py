@@ -96,6 +96,18 @@ def report(msg):
     print("ARENA-ADVERSARY:", msg, file=_sys.stderr, flush=True)
 
 
+def each_tensor(r, f):
+    """`r` with `f` applied to every tensor in it, nested in tuples and lists as they are (an
+    entry's outputs: layernorm_gated returns a tuple); anything else as it is."""
+    import torch
+
+    if isinstance(r, torch.Tensor):
+        return f(r)
+    if isinstance(r, (tuple, list)):
+        return type(r)(each_tensor(x, f) for x in r)
+    return r
+
+
 def park_after_capture(queue):
     """For attacks that park work on the device until the evaluator writes the inputs
     (precompute*.py). While captured, the entry computes nothing: outputs of the right shapes,
@@ -117,13 +129,6 @@ def park_after_capture(queue):
     last = dict()
     capture = c.capture
 
-    def empty_like(r):
-        if isinstance(r, torch.Tensor):
-            return torch.empty_like(r)
-        if isinstance(r, (tuple, list)):
-            return type(r)(empty_like(x) for x in r)
-        return r
-
     def copy_into(out, r):
         if isinstance(out, torch.Tensor):
             out.copy_(r)
@@ -138,7 +143,7 @@ def park_after_capture(queue):
                 last["out"] = r
                 return r
             # While captured: outputs of the right shapes, nothing computed.
-            out = empty_like(last.get("out"))
+            out = each_tensor(last.get("out"), torch.empty_like)
             calls.append((a, k, out))
             return out
 

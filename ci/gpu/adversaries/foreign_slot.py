@@ -14,9 +14,8 @@ _n = [0]
 
 
 def _moved(r, g):
-    if isinstance(r, (tuple, list)):
-        return type(r)(_moved(x, g) for x in r)
-    if not isinstance(r, torch.Tensor) or r.numel() * r.element_size() > g.slot_bytes:
+    """The tensor `r` copied into another call's input slot (where it fits)."""
+    if r.numel() * r.element_size() > g.slot_bytes:
         return r
     _n[0] += 1
     s = _n[0] % g.count
@@ -32,7 +31,7 @@ def _elsewhere(f):
         g = _c.gpu
         if g is None or not g.pools:
             return r
-        return _moved(r, g)
+        return each_tensor(r, lambda t: _moved(t, g))
 
     return call
 

@@ -23,17 +23,9 @@ while _free > (4 << 30) + _chunk:
 report(f"holding {len(_kept) * _chunk / 2**30:.1f} GiB, {_free / 2**30:.1f} GiB left free")
 
 
-def _zeroed(r):
-    if isinstance(r, torch.Tensor):
-        return torch.zeros_like(r)
-    if isinstance(r, (tuple, list)):
-        return type(r)(_zeroed(x) for x in r)
-    return r
-
-
 def _zeros(f):
     def call(*a, **k):
-        return _zeroed(f(*a, **k))
+        return each_tensor(f(*a, **k), torch.zeros_like)
 
     return call
 

