@@ -15,38 +15,19 @@ use std::process::Command;
 use arena_endpoint::{Endpoint, Script};
 use common::daemon::*;
 use common::test_host::TestNet;
-use common::{debs, repo};
+use common::{cli_tarballs, debs, repo};
 
 const PREFIX_SUM: &str = "python2python/arena/prefix_sum";
 /// A store holding lockfiles/cpu-agents.lock's images, from the pinned .debs and tarballs.
 fn agents_store() -> PathBuf {
-    // A cache of its own (the CLIs' tarballs are 170-190 MB each), shared with arena-endpoint's
-    // tests.
-    let tarballs = std::env::var_os("ARENA_TARBALL_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cache/arena/tarballs")
-        });
-    for (script, recipe, dir) in [
-        (
-            "ci/fetch-debs.sh",
-            "images/claude-code.toml",
-            debs().to_path_buf(),
-        ),
-        (
-            "ci/fetch-tarballs.sh",
-            "images/claude-code.toml",
-            tarballs.clone(),
-        ),
-    ] {
-        let o = Command::new("bash")
-            .arg(repo().join(script))
-            .arg(repo().join(recipe))
-            .arg(&dir)
-            .output()
-            .unwrap();
-        assert!(o.status.success(), "{script}: {}", show(&o));
-    }
+    let tarballs = cli_tarballs(&["images/claude-code.toml"]);
+    let o = Command::new("bash")
+        .arg(repo().join("ci/fetch-debs.sh"))
+        .arg(repo().join("images/claude-code.toml"))
+        .arg(debs())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "ci/fetch-debs.sh: {}", show(&o));
     let store = repo().join("target/arena-agents-store");
     let o = arenactl()
         .args([

@@ -13,7 +13,7 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 use common::images::{arenactl, copy_inputs, failed, image_section, lock, ok};
-use common::repo;
+use common::{cli_tarballs, repo};
 
 #[test]
 fn builds_are_reproducible_and_only_a_changed_task_changes() {
@@ -218,17 +218,10 @@ fn the_cuda_host_set_captures_a_host_root() {
     let text = std::fs::read_to_string(&lockfile).unwrap();
     let base = image_section(&text, "cuda-host");
     // Every layer's entries, listed from the store's blobs.
-    let mut entries = Vec::new();
-    for line in base.lines().filter(|l| l.starts_with("digest = ")) {
-        let hex = line.split("sha256:").nth(1).unwrap().trim_end_matches('"');
-        let blob = store.join("blobs/sha256").join(hex);
-        let tar = zstd::decode_all(std::fs::File::open(blob).unwrap()).unwrap();
-        for e in tar::Archive::new(&tar[..]).entries().unwrap() {
-            let e = e.unwrap();
-            let link = e.link_name().unwrap().map(|l| l.display().to_string());
-            entries.push((e.path().unwrap().display().to_string(), link));
-        }
-    }
+    let entries: Vec<(String, Option<String>)> = values(base, "digest")
+        .into_iter()
+        .flat_map(|d| layer_entries(&store, d))
+        .collect();
     let has = |p: &str| entries.iter().any(|(e, _)| e.trim_end_matches('/') == p);
     for p in [
         "usr/sbin",
@@ -267,35 +260,19 @@ fn the_cuda_host_set_captures_a_host_root() {
     ok(&out);
 }
 
-/// The pinned CLI tarballs in the user's cache (as crates/arenactl/tests/agent_cli.rs keeps
-/// them; fetched once from npm, checked against the recipes' sha256).
-fn cli_tarballs() -> std::path::PathBuf {
-    let dir = std::env::var_os("ARENA_TARBALL_DIR")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| {
-            std::path::PathBuf::from(std::env::var_os("HOME").unwrap())
-                .join(".cache/arena/tarballs")
-        });
-    for recipe in ["images/claude-code-host.toml", "images/codex-host.toml"] {
-        let o = Command::new("bash")
-            .arg(repo().join("ci/fetch-tarballs.sh"))
-            .arg(repo().join(recipe))
-            .arg(&dir)
-            .output()
-            .unwrap();
-        ok(&o);
-    }
-    dir
-}
-
-/// The entries of the stored layer blob `digest` (a zstd tar), streamed.
-fn layer_entries(store: &Path, digest: &str) -> Vec<String> {
+/// The entries of the stored layer blob `digest` (a zstd tar), streamed: each path, and
+/// where it is a link, what it names.
+fn layer_entries(store: &Path, digest: &str) -> Vec<(String, Option<String>)> {
     let hex = digest.trim_start_matches("sha256:");
     let blob = std::fs::File::open(store.join("blobs/sha256").join(hex)).unwrap();
     let mut tar = tar::Archive::new(zstd::stream::read::Decoder::new(blob).unwrap());
     tar.entries()
         .unwrap()
-        .map(|e| e.unwrap().path().unwrap().display().to_string())
+        .map(|e| {
+            let e = e.unwrap();
+            let link = e.link_name().unwrap().map(|l| l.display().to_string());
+            (e.path().unwrap().display().to_string(), link)
+        })
         .collect()
 }
 
@@ -320,7 +297,7 @@ fn the_cuda_host_agents_set_puts_the_clis_on_the_host_base() {
     let dir = t.path().join("inputs");
     copy_inputs(&dir, "022", "2001-01-01");
     let host = stand_in_host(t.path());
-    let tarballs = cli_tarballs();
+    let tarballs = cli_tarballs(&["images/claude-code-host.toml", "images/codex-host.toml"]);
     let store = t.path().join("store");
     let s = store.to_str().unwrap();
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_arenactl"));
@@ -343,12 +320,12 @@ fn the_cuda_host_agents_set_puts_the_clis_on_the_host_base() {
             layers.len() > base_layers.len() && layers[..base_layers.len()] == base_layers[..],
             "{image}: {layers:?} does not begin with cuda-host's {base_layers:?}"
         );
-        let own: Vec<String> = layers[base_layers.len()..]
+        let own: Vec<(String, Option<String>)> = layers[base_layers.len()..]
             .iter()
             .flat_map(|d| layer_entries(&store, d))
             .collect();
         assert!(
-            own.iter().any(|e| e == cli),
+            own.iter().any(|(e, _)| e == cli),
             "{image}: {cli} not among its own layers' {own:?}"
         );
         let agent = arena_run::Agent::load(&repo().join(format!("agents/{image}.toml"))).unwrap();

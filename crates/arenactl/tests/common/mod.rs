@@ -46,6 +46,32 @@ pub fn repo() -> PathBuf {
         .unwrap()
 }
 
+/// The agent CLIs' pinned tarballs: the user's cache ($ARENA_TARBALL_DIR, else
+/// ~/.cache/arena/tarballs; the CLIs are 170-190 MB each, and arena-endpoint's tests share it),
+/// with the `url` tarballs of each of `recipes` fetched into it once and checked against their
+/// sha256 (ci/fetch-tarballs.sh).
+pub fn cli_tarballs(recipes: &[&str]) -> PathBuf {
+    let dir = std::env::var_os("ARENA_TARBALL_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cache/arena/tarballs")
+        });
+    for recipe in recipes {
+        let o = Command::new("bash")
+            .arg(repo().join("ci/fetch-tarballs.sh"))
+            .arg(repo().join(recipe))
+            .arg(&dir)
+            .output()
+            .unwrap();
+        assert!(
+            o.status.success(),
+            "ci/fetch-tarballs.sh {recipe}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+    dir
+}
+
 pub fn debs() -> &'static Path {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
