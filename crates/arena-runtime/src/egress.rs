@@ -1,9 +1,11 @@
 //! The `egress` network of agents: outbound connections, and nothing of the host.
 //!
-//! The container's own network namespace gets a veth pair to the host, an address in
-//! [`SUBNET`] and masquerading out, from CNI's `ptp` and `host-local` plugins
-//! (containernetworking-plugins; they also turn on IPv4 forwarding). A table of arena's own in
-//! nftables then drops, for every packet from [`SUBNET`]:
+//! The container's own network namespace gets a veth pair to the host and an address in
+//! [`SUBNET`] from CNI's `ptp` and `host-local` plugins (containernetworking-plugins; they also
+//! turn on IPv4 forwarding). A table of arena's own in nftables masquerades what leaves
+//! [`SUBNET`] (not the plugin's `ipMasq`, which needs `iptables`: a node may have none, as the
+//! lent GPU machines have none, and the offline kit ships `nft`), and drops, for every packet
+//! from [`SUBNET`]:
 //! - anything addressed to the host itself (the input hook: every host address and port —
 //!   the runner, containerd, whatever listens; the host's loopback is not routable from the
 //!   namespace at all),
@@ -61,7 +63,8 @@ fn cni_config() -> String {
         "cniVersion": "1.0.0",
         "name": NETWORK,
         "type": "ptp",
-        "ipMasq": true,
+        // Masquerading is the table's (module docs): the plugin's would run `iptables`.
+        "ipMasq": false,
         "ipam": {
             "type": "host-local",
             "ranges": [[{"subnet": SUBNET}]],
@@ -118,16 +121,21 @@ fn nft(script: &str, what: &str) -> Result<String> {
     run(cmd, script, what)
 }
 
-/// arena's table: created once per boot (kept while agents run; a second runner finds it).
-fn ensure_table() -> Result<()> {
-    let mut list = Command::new("nft");
-    list.args(["list", "table", "inet", TABLE]);
-    if run(list, "", "nft list").is_ok() {
-        return Ok(());
-    }
-    nft(
-        &format!(
-            "table inet {TABLE} {{
+/// The chain that masquerades agents' traffic out of the host, in nftables' syntax.
+fn masquerade_chain() -> String {
+    format!(
+        "  chain postrouting {{
+    type nat hook postrouting priority srcnat; policy accept;
+    ip saddr {SUBNET} ip daddr != {SUBNET} masquerade comment \"agents leave as the host\"
+  }}
+"
+    )
+}
+
+/// arena's whole table, as [`ensure_table`] creates it.
+fn table_script() -> String {
+    format!(
+        "table inet {TABLE} {{
   chain input {{
     type filter hook input priority filter - 5; policy accept;
     ip saddr {SUBNET} counter drop comment \"agents reach nothing of the host\"
@@ -137,11 +145,30 @@ fn ensure_table() -> Result<()> {
     ip saddr {SUBNET} ip daddr {SUBNET} counter drop comment \"nor one another\"
     ip saddr {SUBNET} ip daddr {{ 127.0.0.0/8, 169.254.0.0/16 }} counter drop comment \"nor link-local services\"
   }}
-}}
-"
-        ),
-        "creating the nftables table",
-    )?;
+{}}}
+",
+        masquerade_chain()
+    )
+}
+
+/// arena's table: created once per boot (kept while agents run; a second runner finds it).
+/// A table an older arena made, when the plugin still masqueraded, gets the masquerading
+/// chain added.
+fn ensure_table() -> Result<()> {
+    let listed = |what: &[&str]| {
+        let mut list = Command::new("nft");
+        list.args(what);
+        run(list, "", "nft list").is_ok()
+    };
+    if !listed(&["list", "table", "inet", TABLE]) {
+        return nft(&table_script(), "creating the nftables table").map(|_| ());
+    }
+    if !listed(&["list", "chain", "inet", TABLE, "postrouting"]) {
+        nft(
+            &format!("table inet {TABLE} {{\n{}}}\n", masquerade_chain()),
+            "adding the masquerading chain",
+        )?;
+    }
     Ok(())
 }
 
@@ -355,7 +382,13 @@ mod tests {
     fn the_cni_config_is_the_egress_network() {
         let v: serde_json::Value = serde_json::from_str(&cni_config()).unwrap();
         assert_eq!(v["type"], "ptp");
-        assert_eq!(v["ipMasq"], true);
+        // No `iptables`: the table masquerades, once, for the whole subnet.
+        assert_eq!(v["ipMasq"], false);
+        let table = table_script();
+        assert_eq!(table.matches("masquerade").count(), 1, "{table}");
+        assert!(table.contains(&format!(
+            "ip saddr {SUBNET} ip daddr != {SUBNET} masquerade"
+        )));
         assert_eq!(v["ipam"]["ranges"][0][0]["subnet"], SUBNET);
         assert_eq!(chain_of("a").len(), "allow_".len() + 16);
         assert_ne!(chain_of("a"), chain_of("b"));
