@@ -23,6 +23,8 @@ use std::process::{Command, Stdio};
 
 use crate::error::{Result, RuntimeError};
 
+mod owner;
+
 /// The addresses agents get.
 pub const SUBNET: &str = "10.89.0.0/16";
 /// The CNI network's name (host-local keeps its leases under DATA_DIR/NAME).
@@ -274,6 +276,7 @@ pub fn attach(id: &str, pid: u32, allow: &[String]) -> Result<()> {
     let netns = PathBuf::from(format!("/proc/{pid}/ns/net"));
     let result = cni("ADD", id, Some(&netns))?;
     let done = (|| {
+        owner::record(Path::new(DATA_DIR), id, pid)?;
         if allow.is_empty() {
             return Ok(());
         }
@@ -337,7 +340,21 @@ pub fn detach(id: &str) -> Result<()> {
     if attached().iter().any(|a| a == id) {
         cni("DEL", id, None)?;
     }
+    owner::forget(Path::new(DATA_DIR), id);
     Ok(())
+}
+
+/// The attachments no process holds any more: of [`attached`], those whose container's first
+/// process (recorded by [`attach`]) is gone, or that have no record (made before records
+/// were kept). Another runner's agent (another containerd, or another namespace of this one)
+/// is alive, and keeps its address and its allowlist: before, any runner's clean-up detached
+/// every attachment its own containerd did not list, leaving that agent on the network with
+/// no allowlist.
+pub fn orphaned() -> Vec<String> {
+    attached()
+        .into_iter()
+        .filter(|id| !owner::alive(Path::new(DATA_DIR), id))
+        .collect()
 }
 
 /// The containers holding an address on the egress network (host-local's lease files hold

@@ -56,9 +56,18 @@ impl Drop for TestHost {
 }
 
 /// An agent that tries every target and writes what happened to /workspace/net.json.
-fn agent(dir: &Path, name: &str, network: &str, allow: &[String], targets: &Value) -> String {
+/// `wait_s`: seconds it sleeps first.
+fn agent(
+    dir: &Path,
+    name: &str,
+    network: &str,
+    allow: &[String],
+    targets: &Value,
+    wait_s: u32,
+) -> String {
     let script = format!(
-        r#"import json, socket
+        r#"import json, socket, time
+time.sleep({wait_s})
 targets = json.loads({targets:?})
 gw = None
 for line in open("/proc/net/route").read().splitlines()[1:]:
@@ -152,7 +161,7 @@ fn agents_reach_the_outside_through_egress_and_nothing_of_the_host() {
     ];
     for (i, (network, allow, reaches)) in runs.into_iter().enumerate() {
         let name = format!("net-{network}-{i}");
-        let file = agent(tmp, &name, network, &allow, &targets);
+        let file = agent(tmp, &name, network, &allow, &targets, 0);
         let out = tmp.join(&name);
         d.run_on(&file, &[PREFIX_SUM], &out, &[]);
         let got = outcome(&out);
@@ -175,6 +184,52 @@ fn agents_reach_the_outside_through_egress_and_nothing_of_the_host() {
             );
         }
     }
+
+    // Another runner's clean-up (here `arenactl gc` of another containerd namespace, whose
+    // containers do not include this agent's) while an agent with an allowlist is running: the
+    // agent keeps its allowlist. Before, that clean-up detached every attachment it did not
+    // list itself, and the agent then reached the test host.
+    let name = "net-egress-held";
+    let file = agent(
+        tmp,
+        name,
+        "egress",
+        &[format!("10.199.{n}.3")],
+        &targets,
+        12,
+    );
+    let out = tmp.join(name);
+    let got = std::thread::scope(|s| {
+        let run = s.spawn(|| d.run_on(&file, &[PREFIX_SUM], &out, &[]));
+        let owners = Path::new("/run/arena/cni/owners");
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(90);
+        while !std::fs::read_dir(owners).is_ok_and(|mut e| e.next().is_some()) {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the agent never attached"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        let o = arenactl()
+            .args([
+                "gc",
+                "--containerd",
+                &d.socket,
+                "--namespace",
+                "arena-other",
+            ])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", show(&o));
+        run.join().unwrap();
+        outcome(&out)
+    });
+    eprintln!("{name}: {got}");
+    assert_ne!(
+        got["test_host"], "open",
+        "{name}: another runner's clean-up lifted the allowlist: {got}"
+    );
+
     assert!(empty(&d.leftovers()));
     // Nothing of the egress network is left: addresses, allowlist rules.
     let leases = std::fs::read_dir("/run/arena/cni/arena-egress")

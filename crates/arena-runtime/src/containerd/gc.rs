@@ -85,10 +85,12 @@ pub(crate) async fn remove(c: &Containerd, found: &Leftovers) -> Result<()> {
             .unwrap_or(Ok(()))?;
         skip_absent(delete_container(c, id).await)?;
     }
-    // Addresses held on the egress network by containers containerd no longer has (a runner
-    // killed between the two).
+    // Addresses held on the egress network by containers whose process is gone (a runner
+    // killed between the two). Not every attachment this containerd does not list: another
+    // runner's agents (another containerd, or namespace) share the host's attachments, and
+    // detaching one would leave it on the network without its allowlist.
     let live = leftovers(c).await?.containers;
-    let stale: Vec<String> = tokio::task::spawn_blocking(crate::egress::attached)
+    let stale: Vec<String> = tokio::task::spawn_blocking(crate::egress::orphaned)
         .await
         .unwrap_or_default()
         .into_iter()

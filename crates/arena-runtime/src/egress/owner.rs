@@ -1,0 +1,113 @@
+//! Which process holds an egress attachment: `DATA_DIR/owners/<container id>` holds the pid of
+//! the container's first process and that process's start time (field 22 of
+//! `/proc/<pid>/stat`, in clock ticks since boot), so that a pid the kernel has since given to
+//! another process does not pass for the container. Every runner on a host shares the
+//! attachments (host-local's leases, arena's nftables table); this record is how one runner
+//! tells another runner's live agent from an address a crashed runner left.
+
+use std::path::{Path, PathBuf};
+
+use crate::error::{Result, RuntimeError};
+
+fn path(dir: &Path, id: &str) -> PathBuf {
+    dir.join("owners").join(id)
+}
+
+/// The start time of process `pid`, or None when there is no such process.
+fn started(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name (field 2) is in parentheses and may hold spaces or parentheses: the
+    // fields after it start after the last ')'. Field 22 is the 20th of those.
+    let after = &stat[stat.rfind(')')? + 1..];
+    after.split_whitespace().nth(19)?.parse().ok()
+}
+
+/// Records `pid` (alive now) as the holder of `id`'s attachment.
+pub fn record(dir: &Path, id: &str, pid: u32) -> Result<()> {
+    let start = started(pid).ok_or_else(|| {
+        RuntimeError::invalid(
+            "egress network",
+            format!("the process {pid} of {id} is gone"),
+        )
+    })?;
+    let p = path(dir, id);
+    let parent = p.parent().expect("owners/ID has a parent");
+    std::fs::create_dir_all(parent).map_err(|e| RuntimeError::io(parent, e))?;
+    let tmp = p.with_extension("tmp");
+    std::fs::write(&tmp, format!("{pid} {start}\n")).map_err(|e| RuntimeError::io(&tmp, e))?;
+    std::fs::rename(&tmp, &p).map_err(|e| RuntimeError::io(&p, e))
+}
+
+/// Drops `id`'s record (none is not an error).
+pub fn forget(dir: &Path, id: &str) {
+    let _ = std::fs::remove_file(path(dir, id));
+}
+
+/// Whether the process recorded for `id` still runs. No record, or one that cannot be read,
+/// is not alive: an attachment made before records were kept is cleaned up as before.
+pub fn alive(dir: &Path, id: &str) -> bool {
+    let Ok(text) = std::fs::read_to_string(path(dir, id)) else {
+        return false;
+    };
+    let mut f = text.split_whitespace().map(str::parse::<u64>);
+    match (f.next(), f.next()) {
+        (Some(Ok(pid)), Some(Ok(start))) => {
+            u32::try_from(pid).is_ok_and(|pid| started(pid) == Some(start))
+        }
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_live_holder_is_alive_and_a_gone_or_reused_one_is_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        record(d, "mine", std::process::id()).unwrap();
+        assert!(alive(d, "mine"));
+
+        // A process that has exited and been reaped.
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id();
+        child.wait().unwrap();
+        assert!(record(d, "gone", pid).is_err());
+        std::fs::write(path(d, "gone"), format!("{pid} 1\n")).unwrap();
+        assert!(!alive(d, "gone"));
+
+        // This process's pid with another start time: the pid was given to someone else.
+        let now = started(std::process::id()).unwrap();
+        std::fs::write(
+            path(d, "reused"),
+            format!("{} {}\n", std::process::id(), now + 1),
+        )
+        .unwrap();
+        assert!(!alive(d, "reused"));
+
+        // No record, or one that does not parse.
+        assert!(!alive(d, "never"));
+        std::fs::write(path(d, "junk"), "pid? start?\n").unwrap();
+        assert!(!alive(d, "junk"));
+
+        forget(d, "mine");
+        assert!(!alive(d, "mine"));
+        forget(d, "mine");
+    }
+
+    #[test]
+    fn the_start_time_is_read_past_a_name_with_spaces_and_parentheses() {
+        // A process named "a) b": /proc's stat still splits after the last ')'.
+        let dir = tempfile::tempdir().unwrap();
+        let exe = dir.path().join("a) b");
+        std::fs::copy("/bin/sleep", &exe).unwrap();
+        let mut child = std::process::Command::new(&exe).arg("5").spawn().unwrap();
+        let pid = child.id();
+        let got = started(pid);
+        let _ = child.kill();
+        let _ = child.wait();
+        let mine = started(std::process::id()).unwrap();
+        assert!(got.is_some_and(|t| t >= mine), "{got:?} vs {mine}");
+    }
+}
