@@ -3,8 +3,9 @@
 # CPU sample tasks' harnesses, skopeo and umoci (independent readers of our OCI layouts, used by
 # the tests), containerd and runc (the runtime's integration tests start a private daemon), Slurm
 # and munge (the Slurm backend's tests start a single-node cluster), gcc with a static libc
-# (a test's seccomp probe), chromium (the HTML report's test), CNI plugins, nftables and iptables (agents' egress network), and protoc (containerd-client compiles containerd's protos). Idempotent and quiet when everything
-# is already there.
+# (a test's seccomp probe), chromium (the HTML report's test), CNI plugins and nftables
+# (agents' egress network), and protoc (containerd-client compiles containerd's protos).
+# Idempotent and quiet when everything is already there.
 set -euo pipefail
 need=()
 command -v python3 >/dev/null || need+=(python3)
@@ -13,11 +14,10 @@ command -v umoci >/dev/null || need+=(umoci)
 command -v containerd >/dev/null || need+=(containerd)
 command -v runc >/dev/null || need+=(runc)
 command -v protoc >/dev/null || need+=(protobuf-compiler)
-# Agents' egress network (CNI ptp + host-local, nftables; the ptp plugin masquerades with
-# iptables) and the network tests' namespaces (iproute2).
+# Agents' egress network (CNI ptp + host-local; nftables, which also masquerades) and the
+# network tests' namespaces (iproute2). Not iptables: arena never runs it.
 [ -x /usr/lib/cni/ptp ] || need+=(containernetworking-plugins)
 command -v nft >/dev/null || need+=(nftables)
-command -v iptables >/dev/null || need+=(iptables)
 command -v ip >/dev/null || need+=(iproute2)
 # gcc and a static libc: the adversarial tests build a static seccomp probe (ci/fixtures).
 command -v gcc >/dev/null || need+=(gcc)
