@@ -8,7 +8,8 @@
 //! from [`SUBNET`]:
 //! - anything addressed to the host itself (the input hook: every host address and port —
 //!   the runner, containerd, whatever listens; the host's loopback is not routable from the
-//!   namespace at all),
+//!   namespace at all; IPv6, which these rules do not match, is off on the host's end of the
+//!   veth pair),
 //! - anything addressed to another agent or to a link-local address (cloud metadata services),
 //! - with an allowlist, anything not addressed to an allowed destination (names resolved when
 //!   the container is created) or to the host's DNS servers.
@@ -268,6 +269,32 @@ pub fn resolve_allowlist(allow: &[String]) -> Result<Vec<String>> {
     Ok(out)
 }
 
+/// The host's end of the veth pair, from the `ptp` plugin's result.
+fn host_interface(result: &str) -> Result<String> {
+    let v: serde_json::Value =
+        serde_json::from_str(result).map_err(|e| fail("CNI result", format!("{e}: {result}")))?;
+    v["interfaces"]
+        .as_array()
+        .and_then(|i| i.iter().find(|x| x.get("sandbox").is_none()))
+        .and_then(|x| x["name"].as_str())
+        .map(str::to_string)
+        .ok_or_else(|| fail("CNI result", format!("no host interface in {result}")))
+}
+
+/// Turns IPv6 off on the host's end of an agent's veth pair. The table's rules match IPv4
+/// (agents get IPv4 addresses only), but the kernel gives both ends an IPv6 link-local
+/// address: an agent could reach any host service listening on `[::]` at the address its
+/// gateway's MAC gives (EUI-64), with no capability at all. With IPv6 off on that interface
+/// the host drops every IPv6 packet arriving there. A host without IPv6 has nothing to turn off.
+fn no_ipv6(host_if: &str) -> Result<()> {
+    let knob = PathBuf::from(format!("/proc/sys/net/ipv6/conf/{host_if}/disable_ipv6"));
+    if !Path::new("/proc/sys/net/ipv6").exists() {
+        return Ok(());
+    }
+    std::fs::write(&knob, "1")
+        .map_err(|e| fail("turning IPv6 off", format!("{}: {e}", knob.display())))
+}
+
 /// Connects the container whose first process is `pid` (created, not started) to the egress
 /// network; with `allow`, only to those destinations (and the host's DNS servers).
 pub fn attach(id: &str, pid: u32, allow: &[String]) -> Result<()> {
@@ -277,17 +304,11 @@ pub fn attach(id: &str, pid: u32, allow: &[String]) -> Result<()> {
     let result = cni("ADD", id, Some(&netns))?;
     let done = (|| {
         owner::record(Path::new(DATA_DIR), id, pid)?;
+        let host_if = host_interface(&result)?;
+        no_ipv6(&host_if)?;
         if allow.is_empty() {
             return Ok(());
         }
-        let v: serde_json::Value = serde_json::from_str(&result)
-            .map_err(|e| fail("CNI result", format!("{e}: {result}")))?;
-        let host_if = v["interfaces"]
-            .as_array()
-            .and_then(|i| i.iter().find(|x| x.get("sandbox").is_none()))
-            .and_then(|x| x["name"].as_str())
-            .ok_or_else(|| fail("CNI result", format!("no host interface in {result}")))?
-            .to_string();
         let dns: Vec<String> = nameservers()
             .iter()
             .filter(|a| a.is_ipv4())

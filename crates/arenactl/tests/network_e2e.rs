@@ -81,6 +81,20 @@ for name, t in targets.items():
             s = socket.socket(socket.AF_UNIX)
             s.settimeout(3)
             s.connect(t["unix"])
+        elif t.get("host") == "gateway-link-local":
+            # The host's end of the veth pair over IPv6: its link-local address from the MAC
+            # the gateway's ARP entry shows (EUI-64), no capability needed.
+            mac = None
+            for line in open("/proc/net/arp").read().splitlines()[1:]:
+                f = line.split()
+                if f[0] == gw:
+                    mac = f[3]
+            if mac is None:
+                raise OSError("no ARP entry for the gateway")
+            b = bytes.fromhex(mac.replace(":", ""))
+            eui = bytes([b[0] ^ 2]) + b[1:3] + bytes([0xFF, 0xFE]) + b[3:]
+            addr = "fe80::" + ":".join(eui[i:i + 2].hex() for i in range(0, 8, 2))
+            s = socket.create_connection((addr + "%eth0", t["port"]), timeout=3)
         else:
             host = gw if t["host"] == "gateway" else t["host"]
             if host is None:
@@ -131,6 +145,8 @@ fn agents_reach_the_outside_through_egress_and_nothing_of_the_host() {
     // Services on the host: one on its loopback, one on every address.
     let lo = TcpListener::bind("127.0.0.1:0").unwrap();
     let any = TcpListener::bind("0.0.0.0:0").unwrap();
+    let any6 = TcpListener::bind("[::]:0").unwrap();
+    let any6_port = any6.local_addr().unwrap().port();
     let (lo_port, any_port) = (
         lo.local_addr().unwrap().port(),
         any.local_addr().unwrap().port(),
@@ -140,6 +156,7 @@ fn agents_reach_the_outside_through_egress_and_nothing_of_the_host() {
         "host_loopback": {"host": "127.0.0.1", "port": lo_port},
         "host_gateway": {"host": "gateway", "port": any_port},
         "host_address": {"host": format!("10.199.{n}.1"), "port": any_port},
+        "host_ipv6": {"host": "gateway-link-local", "port": any6_port},
         "containerd_socket": {"unix": d.socket.clone()},
         "default_containerd_socket": {"unix": "/run/containerd/containerd.sock"},
         "runner_socket": {"unix": "/run/arena/runner.sock"},
@@ -148,6 +165,7 @@ fn agents_reach_the_outside_through_egress_and_nothing_of_the_host() {
         "host_loopback",
         "host_gateway",
         "host_address",
+        "host_ipv6",
         "containerd_socket",
         "default_containerd_socket",
         "runner_socket",
@@ -244,5 +262,5 @@ fn agents_reach_the_outside_through_egress_and_nothing_of_the_host() {
         .output()
         .unwrap();
     assert!(!String::from_utf8_lossy(&rules.stdout).contains("arena:"));
-    drop((lo, any));
+    drop((lo, any, any6));
 }
