@@ -6,7 +6,8 @@
 //! [`SUBNET`] (not the plugin's `ipMasq`, which needs `iptables`: a node may have none, as the
 //! lent GPU machines have none, and the offline kit ships `nft`), and drops, for every packet
 //! from [`SUBNET`]:
-//! - anything addressed to the host itself (the input hook: every host address and port —
+//! - anything addressed to the host itself (the input hook, and before it the prerouting hook
+//!   ahead of any destination NAT of the host's: every host address and port —
 //!   the runner, containerd, whatever listens; the host's loopback is not routable from the
 //!   namespace at all; IPv6, which these rules do not match, is off on the host's end of the
 //!   veth pair),
@@ -124,15 +125,35 @@ fn nft(script: &str, what: &str) -> Result<String> {
     run(cmd, script, what)
 }
 
-/// The chain that masquerades agents' traffic out of the host, in nftables' syntax.
-fn masquerade_chain() -> String {
-    format!(
-        "  chain postrouting {{
+/// The chains a table of an older arena may lack, by name, in nftables' syntax:
+/// - `postrouting` masquerades agents' traffic out of the host;
+/// - `prerouting` drops what agents send to any of the host's own addresses before any
+///   destination NAT of the host's can send it on (a port the host forwards, as Docker's
+///   published ports are, would otherwise pass the input hook by and reach whatever it
+///   forwards to).
+fn later_chains() -> [(&'static str, String); 2] {
+    [
+        (
+            "postrouting",
+            format!(
+                "  chain postrouting {{
     type nat hook postrouting priority srcnat; policy accept;
     ip saddr {SUBNET} ip daddr != {SUBNET} masquerade comment \"agents leave as the host\"
   }}
 "
-    )
+            ),
+        ),
+        (
+            "prerouting",
+            format!(
+                "  chain prerouting {{
+    type filter hook prerouting priority dstnat - 10; policy accept;
+    ip saddr {SUBNET} fib daddr type local counter drop comment \"nor what the host forwards\"
+  }}
+"
+            ),
+        ),
+    ]
 }
 
 /// arena's whole table, as [`ensure_table`] creates it.
@@ -150,13 +171,12 @@ fn table_script() -> String {
   }}
 {}}}
 ",
-        masquerade_chain()
+        later_chains().map(|(_, c)| c).concat()
     )
 }
 
 /// arena's table: created once per boot (kept while agents run; a second runner finds it).
-/// A table an older arena made, when the plugin still masqueraded, gets the masquerading
-/// chain added.
+/// A table an older arena made gets the chains it lacks added.
 fn ensure_table() -> Result<()> {
     let listed = |what: &[&str]| {
         let mut list = Command::new("nft");
@@ -166,11 +186,13 @@ fn ensure_table() -> Result<()> {
     if !listed(&["list", "table", "inet", TABLE]) {
         return nft(&table_script(), "creating the nftables table").map(|_| ());
     }
-    if !listed(&["list", "chain", "inet", TABLE, "postrouting"]) {
-        nft(
-            &format!("table inet {TABLE} {{\n{}}}\n", masquerade_chain()),
-            "adding the masquerading chain",
-        )?;
+    for (name, chain) in later_chains() {
+        if !listed(&["list", "chain", "inet", TABLE, name]) {
+            nft(
+                &format!("table inet {TABLE} {{\n{chain}}}\n"),
+                &format!("adding the {name} chain"),
+            )?;
+        }
     }
     Ok(())
 }
@@ -301,9 +323,12 @@ pub fn attach(id: &str, pid: u32, allow: &[String]) -> Result<()> {
     let allowed = resolve_allowlist(allow)?;
     ensure_table()?;
     let netns = PathBuf::from(format!("/proc/{pid}/ns/net"));
-    let result = cni("ADD", id, Some(&netns))?;
+    // The record before the address: a clean-up that lists the address finds its holder.
+    owner::record(Path::new(DATA_DIR), id, pid)?;
+    let result = cni("ADD", id, Some(&netns)).inspect_err(|_| {
+        owner::forget(Path::new(DATA_DIR), id);
+    })?;
     let done = (|| {
-        owner::record(Path::new(DATA_DIR), id, pid)?;
         let host_if = host_interface(&result)?;
         no_ipv6(&host_if)?;
         if allow.is_empty() {
@@ -427,6 +452,7 @@ mod tests {
         assert!(table.contains(&format!(
             "ip saddr {SUBNET} ip daddr != {SUBNET} masquerade"
         )));
+        assert!(table.contains(&format!("ip saddr {SUBNET} fib daddr type local")));
         assert_eq!(v["ipam"]["ranges"][0][0]["subnet"], SUBNET);
         assert_eq!(chain_of("a").len(), "allow_".len() + 16);
         assert_ne!(chain_of("a"), chain_of("b"));

@@ -55,6 +55,41 @@ impl Drop for TestHost {
     }
 }
 
+const DNAT_TABLE: &str = "arena_test_dnat";
+
+/// A table of the test's own in the host's nftables, deleted when dropped.
+struct HostDnat;
+
+impl HostDnat {
+    fn add(script: &str) -> HostDnat {
+        let _ = Command::new("nft")
+            .args(["delete", "table", "ip", DNAT_TABLE])
+            .stderr(Stdio::null())
+            .status();
+        let mut nft = Command::new("nft")
+            .args(["-f", "-"])
+            .stdin(Stdio::piped())
+            .spawn()
+            .unwrap();
+        use std::io::Write;
+        nft.stdin
+            .take()
+            .unwrap()
+            .write_all(script.as_bytes())
+            .unwrap();
+        assert!(nft.wait().unwrap().success(), "nft: {script}");
+        HostDnat
+    }
+}
+
+impl Drop for HostDnat {
+    fn drop(&mut self) {
+        let _ = Command::new("nft")
+            .args(["delete", "table", "ip", DNAT_TABLE])
+            .status();
+    }
+}
+
 /// An agent that tries every target and writes what happened to /workspace/net.json.
 /// `wait_s`: seconds it sleeps first.
 fn agent(
@@ -145,6 +180,18 @@ fn agents_reach_the_outside_through_egress_and_nothing_of_the_host() {
     // Services on the host: one on its loopback, one on every address.
     let lo = TcpListener::bind("127.0.0.1:0").unwrap();
     let any = TcpListener::bind("0.0.0.0:0").unwrap();
+    // A port the host forwards (destination NAT, as Docker's published ports are) from its
+    // address on the test host's link to the test host's server: the host's business, never
+    // an agent's way around the rules about the host.
+    let forwarded = TcpListener::bind("0.0.0.0:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let _dnat = HostDnat::add(&format!(
+        "table ip {DNAT_TABLE} {{\n  chain pre {{\n    type nat hook prerouting priority dstnat; policy accept;\n    \
+         ip daddr 10.199.{n}.1 tcp dport {forwarded} dnat to 10.199.{n}.2:8088\n  }}\n}}\n"
+    ));
     let any6 = TcpListener::bind("[::]:0").unwrap();
     let any6_port = any6.local_addr().unwrap().port();
     let (lo_port, any_port) = (
@@ -157,6 +204,7 @@ fn agents_reach_the_outside_through_egress_and_nothing_of_the_host() {
         "host_gateway": {"host": "gateway", "port": any_port},
         "host_address": {"host": format!("10.199.{n}.1"), "port": any_port},
         "host_ipv6": {"host": "gateway-link-local", "port": any6_port},
+        "host_forwarded": {"host": format!("10.199.{n}.1"), "port": forwarded},
         "containerd_socket": {"unix": d.socket.clone()},
         "default_containerd_socket": {"unix": "/run/containerd/containerd.sock"},
         "runner_socket": {"unix": "/run/arena/runner.sock"},
@@ -166,6 +214,7 @@ fn agents_reach_the_outside_through_egress_and_nothing_of_the_host() {
         "host_gateway",
         "host_address",
         "host_ipv6",
+        "host_forwarded",
         "containerd_socket",
         "default_containerd_socket",
         "runner_socket",

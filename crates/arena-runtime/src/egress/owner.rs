@@ -3,7 +3,9 @@
 //! `/proc/<pid>/stat`, in clock ticks since boot), so that a pid the kernel has since given to
 //! another process does not pass for the container. Every runner on a host shares the
 //! attachments (host-local's leases, arena's nftables table); this record is how one runner
-//! tells another runner's live agent from an address a crashed runner left.
+//! tells another runner's live agent from an address a crashed runner left. A record also
+//! names the pid namespace its pid belongs to: a runner in another one cannot judge it, and
+//! keeps it.
 
 use std::path::{Path, PathBuf};
 
@@ -22,7 +24,15 @@ fn started(pid: u32) -> Option<u64> {
     after.split_whitespace().nth(19)?.parse().ok()
 }
 
-/// Records `pid` (alive now) as the holder of `id`'s attachment.
+/// This process's pid namespace (the inode of its `ns/pid` link), in which the pids it reads
+/// from /proc are meant.
+fn pid_namespace() -> Option<u64> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata("/proc/self/ns/pid").ok().map(|m| m.ino())
+}
+
+/// Records `pid` (alive now) as the holder of `id`'s attachment. Written before the address
+/// is taken, so that no other runner's clean-up ever sees the address without its record.
 pub fn record(dir: &Path, id: &str, pid: u32) -> Result<()> {
     let start = started(pid).ok_or_else(|| {
         RuntimeError::invalid(
@@ -30,11 +40,13 @@ pub fn record(dir: &Path, id: &str, pid: u32) -> Result<()> {
             format!("the process {pid} of {id} is gone"),
         )
     })?;
+    let ns = pid_namespace().unwrap_or(0);
     let p = path(dir, id);
     let parent = p.parent().expect("owners/ID has a parent");
     std::fs::create_dir_all(parent).map_err(|e| RuntimeError::io(parent, e))?;
-    let tmp = p.with_extension("tmp");
-    std::fs::write(&tmp, format!("{pid} {start}\n")).map_err(|e| RuntimeError::io(&tmp, e))?;
+    // Beside the record under a name of its own: ids may hold dots.
+    let tmp = parent.join(format!("{id}.tmp"));
+    std::fs::write(&tmp, format!("{pid} {start} {ns}\n")).map_err(|e| RuntimeError::io(&tmp, e))?;
     std::fs::rename(&tmp, &p).map_err(|e| RuntimeError::io(&p, e))
 }
 
@@ -44,14 +56,16 @@ pub fn forget(dir: &Path, id: &str) {
 }
 
 /// Whether the process recorded for `id` still runs. No record, or one that cannot be read,
-/// is not alive: an attachment made before records were kept is cleaned up as before.
+/// is not alive: an attachment made before records were kept is cleaned up as before. A
+/// record of another pid namespace is alive: its pid means nothing here.
 pub fn alive(dir: &Path, id: &str) -> bool {
     let Ok(text) = std::fs::read_to_string(path(dir, id)) else {
         return false;
     };
     let mut f = text.split_whitespace().map(str::parse::<u64>);
-    match (f.next(), f.next()) {
-        (Some(Ok(pid)), Some(Ok(start))) => {
+    match (f.next(), f.next(), f.next()) {
+        (Some(Ok(_)), Some(Ok(_)), Some(Ok(ns))) if Some(ns) != pid_namespace() => true,
+        (Some(Ok(pid)), Some(Ok(start)), _) => {
             u32::try_from(pid).is_ok_and(|pid| started(pid) == Some(start))
         }
         _ => false,
@@ -68,6 +82,10 @@ mod tests {
         let d = dir.path();
         record(d, "mine", std::process::id()).unwrap();
         assert!(alive(d, "mine"));
+        record(d, "run.a", std::process::id()).unwrap();
+        record(d, "run.b", std::process::id()).unwrap();
+        assert!(alive(d, "run.a") && alive(d, "run.b"));
+        assert!(!path(d, "run.tmp").exists());
 
         // A process that has exited and been reaped.
         let mut child = std::process::Command::new("true").spawn().unwrap();
@@ -85,6 +103,14 @@ mod tests {
         )
         .unwrap();
         assert!(!alive(d, "reused"));
+
+        // A record of another pid namespace: kept, whatever its pid says here.
+        std::fs::write(path(d, "elsewhere"), format!("{pid} 1 1\n")).unwrap();
+        assert!(alive(d, "elsewhere"));
+        // A record of this one, as `record` writes it, for the gone process.
+        let here = pid_namespace().unwrap();
+        std::fs::write(path(d, "gone-here"), format!("{pid} 1 {here}\n")).unwrap();
+        assert!(!alive(d, "gone-here"));
 
         // No record, or one that does not parse.
         assert!(!alive(d, "never"));
