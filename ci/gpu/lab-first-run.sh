@@ -121,7 +121,12 @@ run)
   trap cleanup EXIT
   (exec unshare -n sleep 100000) &
   holder=$!
-  sleep 0.5
+  # Until it has left this namespace: before, its ns/net is the host's own.
+  for _ in $(seq 100); do
+    [ "$(readlink /proc/$holder/ns/net)" != "$(readlink /proc/self/ns/net)" ] && break
+    sleep 0.05
+  done
+  [ "$(readlink /proc/$holder/ns/net)" != "$(readlink /proc/self/ns/net)" ] || { echo "unshare -n never took" >&2; exit 1; }
   ns=/proc/$holder/ns/net
   sock=$(bash ci/containerd.sh start "$work/ctd")
   host=$(cni ADD | python3 -c 'import json,sys; print(json.load(sys.stdin)["ips"][0]["address"].split("/")[0])')
@@ -152,7 +157,7 @@ TOML
       --containerd "$sock" --tasks $task_id --secret "ANTHROPIC_API_KEY=$work/anthropic.key" \
       --trusted-pairs 3 --out "$work/runs/first") >"$out/run.stdout" 2>"$out/run.stderr" || echo "arenactl run: exit $?"
   echo "TIME run $(since "$t")"
-  kill -TERM "$ep"; wait "$ep" || true; ep=
+  kill -TERM "$ep" 2>/dev/null || true; wait "$ep" || true; ep=
   arenactl report "$work/runs/first" --format json >"$out/report.json" || true
   cp "$work/runs/first/results.json" "$out/" 2>/dev/null || true
   tar -C "$work/runs" -czf "$out/run-dir.tgz" first

@@ -27,7 +27,9 @@ for layer in tomllib.load(open("images/host-tools.toml", "rb"))["layer"]:
     for p in layer.get("packages", []):
         shutil.copy(f"{src}/{p['name']}_{p['version'].replace(':', '%3a')}_{p['arch']}.deb", dst)
 PY
-cp "$tarballs/claude-code-linux-x64-2.1.332.tgz" "$tmp/lab/tarballs/"
+# The tarball the recipe pins, by the file name its layer names.
+tgz=$(python3 -c 'import os, tomllib; print(next(os.path.basename(l["path"]) for l in tomllib.load(open("images/claude-code-host.toml", "rb"))["layer"] if l.get("kind") == "tarball"))')
+cp "$tarballs/$tgz" "$tmp/lab/tarballs/"
 rm -rf "$out"; mkdir -p "$out"
 tar -C "$tmp" --sort=name -cf - lab | xz -T0 -1 | split -b "$size" -d -a 2 - "$out/part."
 (cd "$out" && sha256sum part.* > SHA256SUMS)

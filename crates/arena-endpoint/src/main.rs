@@ -69,12 +69,15 @@ fn serve(args: &Args) -> Result<usize, String> {
         .map_err(|e| format!("waiting for a signal: {e}"))?;
     eprintln!("arena-endpoint: {signal}, stopping");
     let seen = endpoint.requests();
-    drop(endpoint);
     let mut out = std::fs::File::create(&args.record)
         .map_err(|e| format!("{}: {e}", args.record.display()))?;
     for r in &seen {
         let line = serde_json::json!({"path": r.path, "api_key": r.api_key, "body": r.body});
         writeln!(out, "{line}").map_err(|e| format!("{}: {e}", args.record.display()))?;
     }
+    // Not dropped: its graceful shutdown waits for every connection, and a client stuck in a
+    // request would hold this process (SIGTERM blocked) after the record is written. The
+    // process exits next, and the sockets with it.
+    std::mem::forget(endpoint);
     Ok(seen.len())
 }
