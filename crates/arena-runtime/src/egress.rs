@@ -10,7 +10,8 @@
 //!   ahead of any destination NAT of the host's: every host address and port —
 //!   the runner, containerd, whatever listens; the host's loopback is not routable from the
 //!   namespace at all; IPv6, which these rules do not match, is off on the host's end of the
-//!   veth pair),
+//!   veth pair, and rules for that interface drop whatever it brings in and any IPv6 it
+//!   would send on),
 //! - anything addressed to another agent or to a link-local address (cloud metadata services),
 //! - with an allowlist, anything not addressed to an allowed destination (names resolved when
 //!   the container is created) or to the host's DNS servers.
@@ -331,6 +332,16 @@ pub fn attach(id: &str, pid: u32, allow: &[String]) -> Result<()> {
     let done = (|| {
         let host_if = host_interface(&result)?;
         no_ipv6(&host_if)?;
+        // And by interface, whatever the packet's family or source: nothing from the agent's
+        // end is the host's to take in, and no IPv6 of it goes on, should IPv6 come back on
+        // that interface (a host-wide `disable_ipv6=0` by the host's own tools would).
+        nft(
+            &format!(
+                "add rule inet {TABLE} input iifname \"{host_if}\" counter drop comment \"arena:{id}\"\n\
+                 add rule inet {TABLE} forward iifname \"{host_if}\" meta nfproto ipv6 counter drop comment \"arena:{id}\"\n"
+            ),
+            &format!("the interface rules of {id}"),
+        )?;
         if allow.is_empty() {
             return Ok(());
         }
@@ -362,27 +373,30 @@ pub fn attach(id: &str, pid: u32, allow: &[String]) -> Result<()> {
     Ok(())
 }
 
-/// Disconnects container `id`: its allowlist rules, its address and the host's end of its
-/// veth pair (the namespace may be gone already). Nothing attached is not an error.
+/// Disconnects container `id`: its interface and allowlist rules, its address and the host's
+/// end of its veth pair (the namespace may be gone already). Nothing attached is not an error.
 pub fn detach(id: &str) -> Result<()> {
     let chain = chain_of(id);
-    let mut list = Command::new("nft");
-    list.args(["-a", "list", "chain", "inet", TABLE, "forward"]);
-    if let Ok(rules) = run(list, "", "nft list") {
-        let tag = format!("comment \"arena:{id}\"");
+    let tag = format!("comment \"arena:{id}\"");
+    for hook in ["input", "forward"] {
+        let mut list = Command::new("nft");
+        list.args(["-a", "list", "chain", "inet", TABLE, hook]);
+        let Ok(rules) = run(list, "", "nft list") else {
+            continue;
+        };
         for l in rules.lines().filter(|l| l.contains(&tag)) {
             if let Some(h) = l.rsplit("# handle ").next() {
                 let _ = nft(
-                    &format!("delete rule inet {TABLE} forward handle {}\n", h.trim()),
+                    &format!("delete rule inet {TABLE} {hook} handle {}\n", h.trim()),
                     "nft delete rule",
                 );
             }
         }
-        let _ = nft(
-            &format!("flush chain inet {TABLE} {chain}\ndelete chain inet {TABLE} {chain}\n"),
-            "nft delete chain",
-        );
     }
+    let _ = nft(
+        &format!("flush chain inet {TABLE} {chain}\ndelete chain inet {TABLE} {chain}\n"),
+        "nft delete chain",
+    );
     if attached().iter().any(|a| a == id) {
         cni("DEL", id, None)?;
     }

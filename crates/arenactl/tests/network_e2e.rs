@@ -288,6 +288,34 @@ fn agents_reach_the_outside_through_egress_and_nothing_of_the_host() {
             .output()
             .unwrap();
         assert!(o.status.success(), "{}", show(&o));
+        // And IPv6 turned on again on the host's end of its veth pair, as a host-wide
+        // `disable_ipv6=0` by the host's own tools would: the agent still reaches nothing of
+        // the host over it (arena's rules for its interface).
+        let host_if = loop {
+            let o = Command::new("nft")
+                .args(["list", "chain", "inet", "arena_egress", "input"])
+                .output()
+                .unwrap();
+            let text = String::from_utf8_lossy(&o.stdout).into_owned();
+            let found = text
+                .lines()
+                .filter(|l| l.contains("comment \"arena:"))
+                .find_map(|l| l.split("iifname \"").nth(1)?.split('"').next())
+                .map(str::to_string);
+            if let Some(i) = found {
+                break i;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "no interface rule: {text}"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        };
+        std::fs::write(
+            format!("/proc/sys/net/ipv6/conf/{host_if}/disable_ipv6"),
+            "0",
+        )
+        .unwrap();
         run.join().unwrap();
         outcome(&out)
     });
@@ -295,6 +323,10 @@ fn agents_reach_the_outside_through_egress_and_nothing_of_the_host() {
     assert_ne!(
         got["test_host"], "open",
         "{name}: another runner's clean-up lifted the allowlist: {got}"
+    );
+    assert_ne!(
+        got["host_ipv6"], "open",
+        "{name}: IPv6 on again reached the host: {got}"
     );
 
     assert!(empty(&d.leftovers()));
