@@ -318,6 +318,31 @@ fn no_ipv6(host_if: &str) -> Result<()> {
         .map_err(|e| fail("turning IPv6 off", format!("{}: {e}", knob.display())))
 }
 
+/// The rules of `id`'s allowlist: its chain (the host's DNS servers, then `allowed`, then a
+/// drop) and the jump to it for packets from `host_if`.
+fn allowlist_rules(id: &str, host_if: &str, allowed: &[String]) -> String {
+    let dns: Vec<String> = nameservers()
+        .iter()
+        .filter(|a| a.is_ipv4())
+        .map(|a| a.to_string())
+        .collect();
+    let chain = chain_of(id);
+    let mut script = format!("add chain inet {TABLE} {chain}\n");
+    if !dns.is_empty() {
+        script += &format!(
+            "add rule inet {TABLE} {chain} ip daddr {{ {} }} meta l4proto {{ tcp, udp }} th dport 53 return\n",
+            dns.join(", ")
+        );
+    }
+    script += &format!(
+        "add rule inet {TABLE} {chain} ip daddr {{ {} }} return\n\
+         add rule inet {TABLE} {chain} counter drop\n\
+         add rule inet {TABLE} forward iifname \"{host_if}\" jump {chain} comment \"arena:{id}\"\n",
+        allowed.join(", ")
+    );
+    script
+}
+
 /// Connects the container whose first process is `pid` (created, not started) to the egress
 /// network; with `allow`, only to those destinations (and the host's DNS servers).
 pub fn attach(id: &str, pid: u32, allow: &[String]) -> Result<()> {
@@ -334,37 +359,16 @@ pub fn attach(id: &str, pid: u32, allow: &[String]) -> Result<()> {
         no_ipv6(&host_if)?;
         // And by interface, whatever the packet's family or source: nothing from the agent's
         // end is the host's to take in, and no IPv6 of it goes on, should IPv6 come back on
-        // that interface (a host-wide `disable_ipv6=0` by the host's own tools would).
-        nft(
-            &format!(
-                "add rule inet {TABLE} input iifname \"{host_if}\" counter drop comment \"arena:{id}\"\n\
-                 add rule inet {TABLE} forward iifname \"{host_if}\" meta nfproto ipv6 counter drop comment \"arena:{id}\"\n"
-            ),
-            &format!("the interface rules of {id}"),
-        )?;
-        if allow.is_empty() {
-            return Ok(());
-        }
-        let dns: Vec<String> = nameservers()
-            .iter()
-            .filter(|a| a.is_ipv4())
-            .map(|a| a.to_string())
-            .collect();
-        let chain = chain_of(id);
-        let mut script = format!("add chain inet {TABLE} {chain}\n");
-        if !dns.is_empty() {
-            script += &format!(
-                "add rule inet {TABLE} {chain} ip daddr {{ {} }} meta l4proto {{ tcp, udp }} th dport 53 return\n",
-                dns.join(", ")
-            );
-        }
-        script += &format!(
-            "add rule inet {TABLE} {chain} ip daddr {{ {} }} return\n\
-             add rule inet {TABLE} {chain} counter drop\n\
-             add rule inet {TABLE} forward iifname \"{host_if}\" jump {chain} comment \"arena:{id}\"\n",
-            allowed.join(", ")
+        // that interface (a host-wide `disable_ipv6=0` by the host's own tools would). One
+        // nft transaction with the allowlist: all of the container's rules, or none.
+        let mut script = format!(
+            "add rule inet {TABLE} input iifname \"{host_if}\" counter drop comment \"arena:{id}\"\n\
+             add rule inet {TABLE} forward iifname \"{host_if}\" meta nfproto ipv6 counter drop comment \"arena:{id}\"\n"
         );
-        nft(&script, &format!("the allowlist of {id}")).map(|_| ())
+        if !allow.is_empty() {
+            script += &allowlist_rules(id, &host_if, &allowed);
+        }
+        nft(&script, &format!("the rules of {id}")).map(|_| ())
     })();
     if let Err(e) = done {
         let _ = detach(id);
