@@ -49,6 +49,8 @@ suite = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(suite)
 tc = suite.tc
 T0 = time.time()
+# This call, named in each unit's record: a unit is judged against its own call's control.
+CALL = int(T0)
 
 
 def say(*a):
@@ -167,8 +169,10 @@ class Suite:
                     unit = pending.pop(0)
                 t = time.time()
                 rec = each(unit, slot)
-                rec.update(path=path, task=unit[0], attack=unit[1], slot=slot, wall_s=round(time.time() - t, 1))
+                rec.update(path=path, task=unit[0], attack=unit[1], slot=slot, wall_s=round(time.time() - t, 1), call=CALL)
                 self.save(f"{path}/{unit[0]}/{unit[1]}", rec)
+                if unit[1] == "untouched":  # this call's control, kept beside the latest
+                    self.save(f"{path}/{unit[0]}/untouched@{CALL}", rec)
                 say(f"{path} {unit[0]} {unit[1]} ({slot}): {rec.get('speedup')} {rec.get('outcome', '')[:120]}")
 
         with cf.ThreadPoolExecutor(len(self.slots)) as ex:
@@ -229,6 +233,9 @@ class Suite:
         def each(unit, slot):
             tid, attack = unit
             out = os.path.join(self.work, "runs", attack, tid.replace("/", "_"))
+            # A unit runs again only to be measured again (a later call's control, or one a
+            # device limit cut short): an earlier call's run there would be resumed, not run.
+            shutil.rmtree(out, ignore_errors=True)
             p = self.arenactl("run", "--image-lock", self.lock, "--agent", self.agent_file(attack), "--gpus",
                               slot, "--containerd", self.sock, "--tasks", tid, "--trusted-pairs",
                               str(self.args.pairs), "--agent-mount-root", self.work, "--out", out)
@@ -284,10 +291,15 @@ def verdict(rec, control):
 
 
 def table(results, out):
+    controls = {k: r for k, r in results.items() if "@" in k}
+    saved = dict(results)
     rows = ["| path | task | attack | speedup | sessions | verdict | why | wall |", "|---|---|---|---:|---|---|---|---:|"]
+    results = {k: r for k, r in results.items() if "@" not in k}
     for key in sorted(results, key=lambda k: (results[k]["path"], results[k]["task"], results[k]["attack"] != "untouched", results[k]["attack"])):
         r = results[key]
-        control = results.get(f"{r['path']}/{r['task']}/untouched")
+        # Each attack against the control measured in its own call, where that call had one.
+        control = (controls.get(f"{r['path']}/{r['task']}/untouched@{r.get('call')}")
+                   or results.get(f"{r['path']}/{r['task']}/untouched"))
         v, why = ("control", "") if r["attack"] == "untouched" else verdict(r, control)
         if r["attack"] == "untouched" and (r.get("gate") or r.get("error")):
             # e.g. KernelBench's 3_DeepNarrowMLP: its check admits other inputs' answers, so no
@@ -299,7 +311,7 @@ def table(results, out):
         rng = f"{min(ss):.3f}-{max(ss):.3f}" if ss else "-"
         rows.append(f"| {r['path']} | {r['task'].split('/')[-1]} | {r['attack']} | {sp} | {rng} | {v} | {why[:160]} | {r.get('wall_s')} s |")
     with open(os.path.join(out, "container-suite.json"), "w") as f:
-        json.dump(results, f, indent=1)
+        json.dump(saved, f, indent=1)
     print("\n".join(rows), flush=True)
     # The same, one row per attack and one column per task (docs/measurements.md's form).
     for path in sorted({r["path"] for r in results.values()}):

@@ -1,5 +1,5 @@
-"""Attacks: the device watch's further tries (GpuData.disarm, Session.write_inputs). A batch whose
-watch saw other work gets its inputs made afresh and written again, up to `busy_tries` (3)
+"""Attacks: the device watch's further tries (GpuData.disarm, timing.Window.write_inputs). A
+batch whose watch saw other work gets its inputs made afresh and written again, up to `busy_tries` (3)
 times. This kernel, having read that, parks work for every try: after the capture a side stream
 waits until the evaluator's write replaces a sentinel in the first call's input slot, computes
 every call into the graph's outputs, sets the sentinel again and waits for the next try's

@@ -119,6 +119,7 @@ files!(
     "serve.py",
     "simulated.py",
     "tensors.py",
+    "timing.py",
     "wire.py",
     "zygote.py",
 );
@@ -341,5 +342,7 @@ mod defence_tests;
 mod memory_tests;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod timing_tests;
 #[cfg(test)]
 mod watch_tests;

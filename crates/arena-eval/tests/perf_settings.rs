@@ -99,7 +99,7 @@ print(json.dumps({"unknown": {k: w for k, w in reads.items() if k not in fields}
         .iter()
         .filter_map(|x| x.as_str())
         .collect();
-    // The scan sees the reads it is there for (gpu.py's, measure.py's).
+    // The scan sees the reads it is there for (gpu.py's, timing.py's, measure.py's).
     for f in ["deferred_limit_ms", "output_samples", "busy_tries", "pairs"] {
         assert!(read.contains(&f), "{f} not among the reads found: {read:?}");
     }

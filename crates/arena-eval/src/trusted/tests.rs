@@ -276,8 +276,7 @@ fn a_cases_kernels_share_one_batch_size_set_by_the_two_judged() {
     let script = r#"
 import sys
 sys.path.insert(0, sys.argv[1])
-from measure import Session
-c = Session._common_calls
+from timing import common_calls as c
 main = ["baseline", "candidate"]
 assert c({"baseline": 1890, "candidate": 4096}, main) == {"baseline": 4096, "candidate": 4096}
 assert c({"baseline": 4096, "candidate": 100}, main) == {"baseline": 400, "candidate": 400}

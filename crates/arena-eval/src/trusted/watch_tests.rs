@@ -1,9 +1,10 @@
-//! The device watch's further tries (GpuData.disarm, Session.write_inputs), without a device:
-//! which inputs a batch is checked against when a try was busy, and when the batch fails.
+//! The device watch's further tries (GpuData.disarm, timing.Window.write_inputs), without a
+//! device: which inputs a batch is checked against when a try was busy, and when the batch
+//! fails.
 
 use super::tests::assert_prints_ok;
 
-/// The device watch's second chance (GpuData.disarm, Session.write_inputs): a batch whose
+/// The device watch's second chance (GpuData.disarm, timing.Window.write_inputs): a batch whose
 /// watch saw other work is written again with inputs made afresh, and checked against those;
 /// a watch that sees work on every try fails the batch on the last (DeviceBusy), after
 /// exactly `busy_tries` writes.
@@ -38,7 +39,7 @@ def session(data, tries):
 d = Data(busy=2)
 s = session(d, 3)
 first = [s.fresh(0, "performance") for _ in range(2)]
-got = s.write_inputs(None, 0, "performance", "performance", [{}, {}], first)
+got = s.window.write_inputs(None, [{}, {}], first, True, lambda: s.fresh(0, "performance"))
 assert d.lasts == [False, False, True], d.lasts
 assert len(d.filled) == 3 and d.filled[0] == [a for a, _ in first]
 assert got != first and [a for a, _ in got] == d.filled[2], "checked against the inputs written last"
@@ -46,14 +47,14 @@ assert len({a for f in d.filled for a in f}) == 6, "every try's inputs are new"
 d = Data(busy=5)
 s = session(d, 3)
 try:
-    s.write_inputs(None, 0, "performance", "performance", [{}], [s.fresh(0, "performance")])
+    s.window.write_inputs(None, [{}], [s.fresh(0, "performance")], True, lambda: s.fresh(0, "performance"))
     raise SystemExit("busy on every try passed")
 except DeviceBusy:
     pass
 assert d.lasts == [False, False, True], d.lasts
 d = Data(busy=0)
 s = session(d, 3)
-s.write_inputs(None, 0, "performance", "performance", [{}], [s.fresh(0, "performance")])
+s.window.write_inputs(None, [{}], [s.fresh(0, "performance")], True, lambda: s.fresh(0, "performance"))
 assert d.lasts == [False] and len(d.filled) == 1
 # Where the inputs were laid out when the calls were assigned (a CPU's), one try only: its
 # busy watch would fail at once rather than check the kernel against inputs it never got.
@@ -61,7 +62,7 @@ d = Data(busy=1)
 d.rewrites_inputs = False
 s = session(d, 3)
 try:
-    s.write_inputs(None, 0, "performance", "performance", [{}], [s.fresh(0, "performance")])
+    s.window.write_inputs(None, [{}], [s.fresh(0, "performance")], True, lambda: s.fresh(0, "performance"))
     raise SystemExit("a busy watch passed where inputs cannot be rewritten")
 except DeviceBusy:
     pass

@@ -4,51 +4,25 @@ CPU kernels take Python values: each call's arguments are encoded into the kerne
 shared memory, written while it is stopped, and decoded by it inside the timed window (a
 kernel that wants to cheat the decoding only times itself); each output goes into a window
 the evaluator poisons first, and is decoded under bounds. Before each timed batch the
-evaluator writes a buffer twice the size of the last-level cache, so that every batch of
-either kernel starts from the same cold cache (the inputs it was just given included).
+evaluator writes a buffer twice the size of the last-level cache (timing.CacheFlush).
 """
-import glob
 import hashlib
 
 import wire
-
-# When the machine does not say (no sysfs cache entries): larger than any LLC of today's CPUs
-# a kernel's machine would have per socket.
-DEFAULT_LLC = 64 << 20
+from timing import CacheFlush
 
 
 class CheckableError(Exception):
     pass
 
 
-def last_level_cache_bytes():
-    """The largest cache of CPU 0 that sysfs describes (the last level), in bytes."""
-    best = 0
-    for d in glob.glob("/sys/devices/system/cpu/cpu0/cache/index*"):
-        try:
-            with open(f"{d}/size") as f:
-                text = f.read().strip()
-        except OSError:
-            continue
-        mult = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(text[-1:].upper(), 1)
-        digits = text[:-1] if mult != 1 else text
-        if digits.isdigit():
-            best = max(best, int(digits) * mult)
-    return best or DEFAULT_LLC
-
-
 class CpuData:
-    LINE = 64
-    # `assign` lays the inputs out: a batch's inputs cannot be written again (measure.py).
+    # `assign` lays the inputs out: a batch's inputs cannot be written again (timing.py).
     rewrites_inputs = False
 
     def __init__(self):
-        self.flush_bytes = 2 * last_level_cache_bytes()
-        self._flush = bytearray(self.flush_bytes)
-        lines = len(range(0, self.flush_bytes, self.LINE))
-        # Two marks, written in turn: each flush changes every line, so none is skipped.
-        self._marks = (b"\x55" * lines, b"\xaa" * lines)
-        self._turn = 0
+        # Written before each timed batch (timing.py, where the rest of the timed window is).
+        self.flush = CacheFlush()
 
     def dropped_inputs(self, kernel):
         """The evaluator's copies of a batch's inputs are gone (GpuData gives a large case's
@@ -63,12 +37,6 @@ class CpuData:
 
     def end_session(self):
         """Nothing is shared with kernel processes past their evaluation."""
-
-    def flush(self):
-        """Writes one byte of every cache line of a buffer twice the last-level cache: what
-        either kernel's batch finds in the cache is what it brings in itself."""
-        self._turn ^= 1
-        self._flush[:: self.LINE] = self._marks[self._turn]
 
     def prepare(self, kernel, args_list, wants, timeout):
         inputs = [bytes(wire.encode(tuple(a))) for a in args_list]
@@ -100,9 +68,6 @@ class CpuData:
 
     def probe(self, kernel, plan, reply):
         pass
-
-    def settle(self, elapsed, plan):
-        return elapsed
 
     def confirm(self, plan):
         pass

@@ -24,6 +24,7 @@ from gpu_guard import Guard
 from gpu_child import ChildSide  # noqa: F401  (attacks and tools name it here)
 from mappings import Mappings
 from samples import Samples
+from timing import L2Flush
 from tensors import DTYPES, _name, _plain, dense, is_dense, span_bytes, tensor_at  # noqa: F401  (tools name them here)
 
 ALIGN = 512
@@ -58,8 +59,6 @@ class GpuData:
         want = 1 << 16 if hard == resource.RLIM_INFINITY else min(hard, 1 << 16)
         if soft != resource.RLIM_INFINITY and soft < want:
             resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
-        # Deferred work beyond this (and beyond the batch's own time) is named as such.
-        self.deferred_ms = perf.deferred_limit_ms
         self.guard = Guard(self.cu, perf.watch_gap_us)
         self.samples = Samples(self, perf.output_samples)
         # A watched stretch with a gap between two timer reads longer than this, or that
@@ -72,17 +71,8 @@ class GpuData:
         self.busy_gap_us = perf.busy_gap_us
         self.late_stop_us = perf.late_stop_us
         self.watched = {"stretches": 0, "gap_us": 0.0, "start_us": 0.0, "stop_us": 0.0, "over_us": 0.0}
-        # Written before each timed batch: neither kernel's batch finds the other's data (or
-        # its own earlier batch's) in L2. Within a batch, input slots rotate over twice L2.
-        self._flush = torch.empty(2 * self.l2, dtype=torch.uint8, device="cuda")
-        # The byte the next flush writes: a new one each time, so that no line is skipped.
-        self._turn = 0
-
-    def flush(self):
-        self._turn = (self._turn + 1) & 0xFF
-        self.cu.fill(self._flush.data_ptr(), self._turn, self._flush.numel())
-        # This stream only: a device-wide synchronize would wait for the watch.
-        torch.cuda.current_stream().synchronize()
+        # Written before each timed batch (timing.py, where the rest of the timed window is).
+        self.flush = L2Flush(self.cu, self.l2)
 
     def arm(self, kernel):
         """From here until `disarm`, every kernel process is stopped and none may have work
@@ -335,18 +325,6 @@ class GpuData:
 
     def probe(self, kernel, plan, reply):
         self.samples.probe(kernel, plan, reply)
-
-    def settle(self, elapsed, plan):
-        """The batch's seconds: from sending the request until the evaluator's own read of the
-        sampled outputs came back (the probe), less what that read takes on an idle device.
-
-        A process may answer while its kernels still run (its synchronize patched away): the
-        read then waits behind them, and that wait is the batch's too. More of it than the
-        batch itself took (and than `deferred_limit_ms`) is refused as deferred work."""
-        waited_ms = 1000 * (plan["wait_s"] - self.guard.idle_gather_s)
-        if waited_ms > max(self.deferred_ms, 1000 * elapsed):
-            raise DeferredWork(f"the GPU was still busy {waited_ms:.1f} ms after the kernel answered")
-        return max(elapsed - self.guard.idle_gather_s, 1e-9)
 
     def confirm(self, plan):
         self.samples.confirm(plan)

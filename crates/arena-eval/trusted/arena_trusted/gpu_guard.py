@@ -27,6 +27,7 @@ process could reach):
 import ctypes
 import time
 
+import timing
 from gpu_errors import GuardError
 
 PTX = r"""
@@ -207,12 +208,7 @@ class Guard:
             self.gather([self.own_word])
             self.start()
             self.stop()
-        costs = []
-        for _ in range(7):
-            t0 = time.perf_counter()
-            self.gather([self.own_word] * 64)
-            costs.append(time.perf_counter() - t0)
-        self.idle_gather_s = sorted(costs)[3]
+        self.idle_gather_s = timing.idle_seconds(lambda: self.gather([self.own_word] * 64))
 
     def _function(self, name):
         f = ctypes.c_void_p()

@@ -6,9 +6,9 @@ import os
 import select
 import socket
 import sys
-import time
 
 import jail
+import timing
 import wire
 from exports import PER_MESSAGE
 
@@ -121,13 +121,13 @@ class Kernel:
 
     def request(self, msg, timeout_s, on_reply=None):
         """Sends `msg` and waits for the reply (thawed only meanwhile). Returns the reply and
-        the seconds between sending and receiving, by the evaluator's clock.
+        the seconds between sending and receiving, by the evaluator's clock (timing.py's).
 
         `on_reply(reply)`, where given, runs once a good reply is in and before the process is
         stopped, and its time is part of the request's: the evaluator's own check that the
         work is done (gpu.py's probe), which ends a timed batch's window."""
         self.thaw()
-        t0 = time.perf_counter_ns()
+        seconds = timing.stopwatch()
         try:
             wire.send(self.req_w, msg)
             ready, _, _ = select.select([self.rep_r], [], [], timeout_s)
@@ -145,7 +145,7 @@ class Kernel:
                 self._take_descriptors(reply["shared"])
             if on_reply is not None:
                 on_reply(reply)
-            elapsed = (time.perf_counter_ns() - t0) / 1e9
+            elapsed = seconds()
         finally:
             self.freeze()
         return reply, elapsed

@@ -8,6 +8,7 @@ import statistics
 
 import admits
 import record
+import timing
 from gpu_errors import GuardError
 from copies import _copy, _kept, _returned, same_bits
 from kernel import KernelFailed
@@ -49,6 +50,8 @@ class Session:
         self.timeout = {g: float(t[g]) for g in t}
         self.perf = job["perf"]  # perf_settings.PerfSettings, read once (evaluate.py)
         self.graphs = harness.device == "cuda" and self.perf.graphs
+        # How a batch is written, flushed, timed and settled (timing.py).
+        self.window = timing.Window(data, self.perf)
 
     def _seed(self, *parts):
         h = hashlib.sha256(self.secret)
@@ -124,7 +127,8 @@ class Session:
 
         On a GPU the evaluator watches the device from before the inputs are written until the
         request is sent (no kernel process may have work on it then), and the window ends
-        when the evaluator has read a secret sample of the outputs itself (samples.py)."""
+        when the evaluator has read a secret sample of the outputs itself (samples.py). The
+        window, in order: timing.py."""
         cases = [self.fresh(i, purpose) for _ in range(n)]
         args = [a for a, _ in cases]
         timeout = self.timeout[gate]
@@ -141,16 +145,15 @@ class Session:
             request = {"op": "run", "calls": calls}
         try:
             plan = self.data.plan(kernel, calls, described, self.sample_rng, self.h.output_args, getattr(self.h, "returns", False))
-            cases = self.write_inputs(kernel, i, purpose, gate, calls, cases)
+            cases = self.window.write_inputs(kernel, calls, cases, gate == "performance", lambda: self.fresh(i, purpose))
             # The inputs are in the calls' slots now: the evaluator's own copies go, so that
             # an input is held once while the kernel runs and its outputs are checked.
             cases = [(None, w) for _, w in cases]
             del args
             self.data.dropped_inputs(kernel)
-            reply, elapsed = kernel.request(request, timeout, lambda r: self.data.probe(kernel, plan, r))
+            reply, elapsed = self.window.time(kernel, request, timeout, plan)
             if graph:
                 reply = {"outputs": described}
-            elapsed = self.data.settle(elapsed, plan)
             outs = self.data.outputs(kernel, calls, reply, self.h.output_args, getattr(self.h, "returns", False))
         except (KernelFailed, GuardError):
             raise
@@ -166,35 +169,6 @@ class Session:
             raise CheckFailed(f"{self.name(i)}: {type(e).__name__}: {e}" if not self.hidden else f"{self.name(i)}: {type(e).__name__}")
         self.data.after(kernel, graph)
         return elapsed, [w for _, w in cases]
-
-    def write_inputs(self, kernel, i, purpose, gate, calls, cases):
-        """Writes the batch's inputs into its calls' slots while the device is watched (every
-        kernel process stopped) and, before a timed batch, flushes the cache. Where the watch
-        saw other work, the batch's inputs are made afresh and written again, up to
-        `busy_tries` times in all (GpuData.disarm says why); returns the cases written last,
-        the only ones the batch is checked against."""
-        # Only where `stage` and `fill` write the inputs can a try write them afresh (GpuData;
-        # CpuData lays them out when the calls are assigned, and its watch is never busy).
-        tries = max(1, self.perf.busy_tries)
-        if not self.data.rewrites_inputs:
-            tries = 1
-        for t in range(tries):
-            if t:
-                cases = [self.fresh(i, purpose) for _ in cases]
-            args = [a for a, _ in cases]
-            self.data.stage(kernel, calls, args)
-            self.data.arm(kernel)
-            failing = True
-            try:
-                self.data.fill(kernel, calls, args)
-                if gate == "performance":
-                    self.data.flush()
-                failing = False
-            finally:
-                clean = self.data.disarm(kernel, failing, last=t == tries - 1)
-            if clean:
-                return cases
-        raise AssertionError("the last try's disarm returns True or raises")
 
     # The gates. Each returns (passed, report dict).
 
@@ -394,13 +368,13 @@ class Session:
                         t1, _ = self.batch(k, i, 1, "warmup", "performance")
                     # A batch of one is mostly round trip: size a second guess by it, then
                     # the batch by the second guess's time per call.
-                    guess = max(1, min(cap, int(target / max(t1, 1e-7))))
+                    guess = timing.first_guess(target, t1, cap)
                     t2, _ = self.batch(k, i, guess, "warmup", "performance")
-                    n[k.role] = max(1, min(cap, int(target * guess / max(t2, 1e-7))))
+                    n[k.role] = timing.sized_calls(target, guess, t2, cap)
 
                 self._guarded(k, st, size)
             st["graph"] = self._graphs(self._live(kernels, st), i, n, cap, target, st)
-            st["n"] = self._common_calls(n, [k.role for k in self._live(kernels, st) if not k.optional])
+            st["n"] = timing.common_calls(n, [k.role for k in self._live(kernels, st) if not k.optional])
         else:
             for k in self._live(kernels, st):
                 self._guarded(k, st, lambda k=k: self.batch(k, i, 1, "warmup", "performance"))
@@ -415,22 +389,6 @@ class Session:
 
                 self._guarded(k, st, timed)
             st["session"].append(session)
-
-    @staticmethod
-    def _common_calls(n, main):
-        """One batch size for the kernels of a case. A batch's time per call depends on how
-        many calls it holds (a graph of them, their inputs' footprint), not only on the
-        kernel: two untouched copies of a 2 µs kernel, sized apart by their noisy sizing
-        batches (1 890 and 4 096 calls), read 7 % apart on an H100, in every one of five
-        sessions. The most the `main` kernels (baseline and candidate) were sized to, but at
-        most 4x the least, so that a kernel far slower than the other takes batches of at
-        most ~4 targets; an optional kernel (the compiled baseline) never sizes theirs, and
-        takes the same where it can (at most 4x its own)."""
-        sized = [n[r] for r in main if r in n]
-        if not sized:
-            return n
-        calls = min(max(sized), 4 * min(sized))
-        return {role: calls if role in main else min(calls, 4 * c) for role, c in n.items()}
 
     @staticmethod
     def _live(kernels, st):
@@ -467,9 +425,7 @@ class Session:
                     st["case"].setdefault("graph_error", {})[k.role] = str(e)
                     return
                 graph[k.role] = True
-                # Never fewer calls than eagerly: a replay is not slower per call, and one slow
-                # sizing batch must not leave the case with batches of a few calls.
-                n[k.role] = max(n[k.role], min(cap, max_calls, int(target * n[k.role] / max(t, 1e-7))))
+                n[k.role] = timing.replayed_calls(n[k.role], target, t, cap, max_calls)
 
             self._guarded(k, st, capture)
         return graph

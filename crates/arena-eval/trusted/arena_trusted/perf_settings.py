@@ -1,5 +1,6 @@
 """How performance is measured: job.json's `perf`, typed and read once (evaluate.py), then
-passed as this object to the session (measure.py) and the GPU's data (gpu.py).
+passed as this object to the session (measure.py), its timed window (timing.py) and the GPU's
+data (gpu.py).
 
 arena's runner writes every field (arena-eval's `trusted::PerfSettings`, whose defaults these
 are: crates/arena-eval/tests/perf_settings.rs holds the two equal, field for field). A job
@@ -23,10 +24,10 @@ class PerfSettings:
     sessions: int = 10
     gpu_sessions: int = 5
     # A batch's inputs written again, up to this many tries, where the device watch saw work
-    # in the window they were written in (measure.py's write_inputs).
+    # in the window they were written in (timing.py's Window.write_inputs).
     busy_tries: int = 3
     # Milliseconds an output may still change after the answer before the batch is failed
-    # as deferred work (gpu.py's settle).
+    # as deferred work (timing.py's settle).
     deferred_limit_ms: float = 50.0
     # The device watch's sampling gap and what it calls busy (gpu_guard.py).
     watch_gap_us: float = 20.0

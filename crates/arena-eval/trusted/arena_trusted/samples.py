@@ -16,8 +16,7 @@ which stay where they are; outputs written into the call's own slot), the addres
 worked out then, and the window holds only the read.
 """
 
-import time
-
+import timing
 from gpu_errors import DeferredWork
 
 # Words sampled per batch: 64 leaves a kernel that defers 5 % of its output a 4 % chance per
@@ -58,9 +57,9 @@ class Samples:
             spans = self._reply_spans(kernel, plan["calls"], reply.get("outputs", []))
             plan["addrs"] = plan["addrs"] + self._addresses(plan.pop("returned"), spans)
         addrs = plan["addrs"] or [self.data.guard.own_word]
-        t0 = time.perf_counter()
+        seconds = timing.stopwatch()
         plan["words"] = self.data.guard.gather(addrs)
-        plan["wait_s"] = time.perf_counter() - t0
+        plan["wait_s"] = seconds()
 
     def confirm(self, plan):
         """After the outputs were checked: the sampled words read again, each the same as when

@@ -92,6 +92,15 @@ async fn the_agent_runs_on_a_read_only_root_in_a_sized_workspace_under_a_watchdo
         .iter()
         .any(|t| t.destination == "/var/tmp"));
     assert_eq!(spec.config.limits.memory_bytes, 16 << 30);
+    // Root in its container, with no capability at all: the GPU driver refuses NVML's
+    // settings (clocks, power limit, compute mode) to a process without CAP_SYS_ADMIN, so an
+    // agent cannot change the device the evaluations after it run on (ci/gpu/nvml-privilege.py,
+    // docs/measurements.md).
+    assert!(
+        spec.config.capabilities.is_empty(),
+        "{:?}",
+        spec.config.capabilities
+    );
     // The watchdog: sh runs the agent and kills everything 4 s past its timeout.
     assert_eq!(spec.config.args[0], "/bin/sh");
     assert_eq!(spec.config.args[3..5], ["arena-deadline", "11"]);
