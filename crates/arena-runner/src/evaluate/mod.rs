@@ -5,12 +5,12 @@
 //! task — an evaluator container kept between requests, its harness loaded and its original
 //! kernel already evaluated — evaluates it in fresh kernel processes, on fresh inputs from a new
 //! secret seed ([`warm`]); requests wait in a bounded line for one ([`pool`]); the answer is a
-//! task result ([`result`]).
+//! task result ([`answer`]).
 
+mod answer;
 mod candidate;
 mod catalog;
 mod pool;
-mod result;
 #[cfg(test)]
 mod test_double;
 #[cfg(test)]
@@ -213,7 +213,7 @@ impl Evaluator {
             span,
         )
         .await?;
-        let result = result::task_result(
+        let result = answer::task_result(
             &task,
             &evaluation_id,
             &candidate,

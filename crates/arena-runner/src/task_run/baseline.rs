@@ -4,7 +4,7 @@
 use arena_eval::record::Evaluation;
 use arena_proto::v1::EventKind;
 
-use super::evaluate::Phase;
+use super::evaluator::Phase;
 use super::phase::ContainerPhase;
 use super::TaskRun;
 use crate::error::Result;

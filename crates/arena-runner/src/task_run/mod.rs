@@ -1,7 +1,7 @@
 //! One task run, start to finish, one file per phase: the locked image ([`image`]), the
 //! baseline evaluation of the untouched sources ([`baseline`]), the agent in its container
 //! ([`agent`]), the evaluation of the agent's declared sources in a fresh evaluator container
-//! ([`evaluate`]), both kernels on the hidden unseen configurations ([`unseen`]), and the task
+//! ([`evaluator`]), both kernels on the hidden unseen configurations ([`unseen`]), and the task
 //! result, written atomically ([`result`]). Every container goes through the
 //! [`ContainerRuntime`] boundary, so each phase is unit-tested against the in-memory engine.
 
@@ -10,7 +10,7 @@ mod baseline;
 mod breakdown;
 #[cfg(test)]
 mod edge_tests;
-mod evaluate;
+mod evaluator;
 mod files;
 mod image;
 pub(crate) mod import_once;

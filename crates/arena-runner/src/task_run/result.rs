@@ -15,7 +15,7 @@ use arena_run::result::{
 use arena_runtime::{ImageRef, RunOutcome};
 
 use super::agent::AgentRun;
-use super::evaluate::{Candidate, Phase};
+use super::evaluator::{Candidate, Phase};
 use super::TaskRun;
 use crate::error::{Result, RunnerError};
 

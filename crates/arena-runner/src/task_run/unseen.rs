@@ -21,7 +21,7 @@ use arena_task::declarations::Declaration;
 use arena_task::hidden::TaskUnseen;
 use arena_task::split;
 
-use super::evaluate::{gate_label, Phase};
+use super::evaluator::{gate_label, Phase};
 use super::phase::{redact_error, ContainerPhase, UnseenStep};
 use super::self_reported::SelfReportedRun;
 use super::{bind, TaskRun};

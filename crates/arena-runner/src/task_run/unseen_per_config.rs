@@ -16,7 +16,7 @@ use arena_eval::untrusted::read_beneath;
 use arena_eval::{Gate, GatesJob};
 use arena_proto::v1::EventKind;
 
-use super::evaluate::timeout_note;
+use super::evaluator::timeout_note;
 use super::phase::{ContainerPhase, UnseenStep};
 use super::self_reported::SelfReportedRun;
 use super::{bind, TaskRun};

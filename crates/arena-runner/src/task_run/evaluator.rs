@@ -1,8 +1,10 @@
-//! The evaluate phase: a fresh evaluator container running a generated gate script over the
-//! image's task — the harness from the image, the agent's staged sources bound read-only over
-//! the task's own files, no network, the task run's GPU — and its reports read back into an
-//! [`Evaluation`]. The candidate phase stages the agent's declared sources first; sources the
-//! evaluator refuses to take fail the candidate, with the reason, and no container sees them.
+//! An evaluator container, as the baseline, candidate and unseen phases run one: a fresh
+//! container running a generated gate script over the image's task — the harness from the
+//! image, the agent's staged sources bound read-only over the task's own files, no network,
+//! the task run's GPU — and its reports read back into an [`Evaluation`]. The candidate phase
+//! stages the agent's declared sources first; sources the evaluator refuses to take fail the
+//! candidate, with the reason, and no container sees them. (The Evaluate API, a warm evaluator
+//! answering requests, is `crate::evaluate`.)
 
 use arena_eval::aka_perf::{Side, Writer};
 use arena_eval::collect::read_codes;
