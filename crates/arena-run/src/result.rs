@@ -89,6 +89,32 @@ pub struct Provenance {
     pub unseen_set: Option<Digest>,
 }
 
+impl Provenance {
+    /// The digests every result has, by this arena; the rest (the agent and its image, an
+    /// Evaluate request's candidate, the evaluator, the hidden set) are set where they apply.
+    pub fn new(
+        run_id: String,
+        task: Digest,
+        harness: Digest,
+        image: Digest,
+        lockfile: Digest,
+    ) -> Self {
+        Provenance {
+            arena_version: env!("CARGO_PKG_VERSION").to_string(),
+            run_id,
+            task,
+            harness,
+            image,
+            agent_image: None,
+            agent: None,
+            candidate: None,
+            lockfile,
+            evaluator: None,
+            unseen_set: None,
+        }
+    }
+}
+
 /// Seconds spent in each phase of a task run (absent: the phase did not run).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Timings {

@@ -27,19 +27,18 @@ pub fn task_result(
         served.evaluated.evaluation.clone(),
     );
     r.trust = Trust::Trusted;
+    let harness = arena_task::harness_digest(&t.dir, &t.agent_files)
+        .map_err(|e| EvalError::Internal(e.to_string()))?;
     r.provenance = Some(Provenance {
-        arena_version: env!("CARGO_PKG_VERSION").to_string(),
-        run_id: evaluation_id.to_string(),
-        task: task.task_digest.clone(),
-        harness: arena_task::harness_digest(&t.dir, &t.agent_files)
-            .map_err(|e| EvalError::Internal(e.to_string()))?,
-        image: task.image.manifest.clone(),
-        agent_image: None,
-        agent: None,
         candidate: Some(candidate.digest.clone()),
-        lockfile: task.lock_digest.clone(),
         evaluator: Some(arena_eval::trusted::digest()),
-        unseen_set: None,
+        ..Provenance::new(
+            evaluation_id.to_string(),
+            task.task_digest.clone(),
+            harness,
+            task.image.manifest.clone(),
+            task.lock_digest.clone(),
+        )
     });
     r.evaluators
         .insert("baseline".into(), served.baseline.record.clone());

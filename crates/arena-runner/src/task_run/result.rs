@@ -111,19 +111,15 @@ impl TaskRun<'_> {
 
     fn provenance(&self, agent_image: &ImageRef) -> Result<Provenance> {
         let ctx = self.ctx;
+        let task = digest(
+            "task digest",
+            self.rec.task_digest.as_deref().unwrap_or_default(),
+        )?;
+        let harness = arena_task::harness_digest(&self.task.dir, &self.task.agent_files)?;
+        let lockfile = digest("lockfile digest", &ctx.record.lock_digest)?;
         Ok(Provenance {
-            arena_version: env!("CARGO_PKG_VERSION").to_string(),
-            run_id: ctx.record.run_id.clone(),
-            task: digest(
-                "task digest",
-                self.rec.task_digest.as_deref().unwrap_or_default(),
-            )?,
-            harness: arena_task::harness_digest(&self.task.dir, &self.task.agent_files)?,
-            image: self.image.manifest.clone(),
             agent_image: Some(agent_image.manifest.clone()),
             agent: Some(digest("agent digest", &ctx.agent.digest)?),
-            candidate: None,
-            lockfile: digest("lockfile digest", &ctx.record.lock_digest)?,
             evaluator: self
                 .trusted_harness()
                 .map(|_| arena_eval::trusted::digest()),
@@ -133,6 +129,13 @@ impl TaskRun<'_> {
                 }
                 _ => None,
             },
+            ..Provenance::new(
+                ctx.record.run_id.clone(),
+                task,
+                harness,
+                self.image.manifest.clone(),
+                lockfile,
+            )
         })
     }
 
