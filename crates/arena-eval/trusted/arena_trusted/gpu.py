@@ -19,7 +19,7 @@ import os
 import torch
 
 from driver import CudaError, Driver  # noqa: F401  (kernel processes and tools name them here)
-from gpu_errors import DeferredWork, DeviceBusy  # noqa: F401  (named here by tools)
+from gpu_errors import DeviceBusy
 from gpu_guard import Guard
 from gpu_child import ChildSide  # noqa: F401  (attacks and tools name it here)
 from mappings import Mappings
