@@ -18,6 +18,8 @@ wrapped by `wrap` (for a class entry, KernelBench's ModelNew, its calls). `--eva
 runs another copy of the evaluator's files (the one before a change, for a before/after table).
 Runs as root (kernel processes run as users 60001 and 60002); every process of theirs is
 killed after each evaluation, so nothing an attack leaves reaches the next.
+`ARENA_CHECKED_CALLS=N` evaluates every candidate, the untouched copy too, with a secret sample
+of N outputs checked per timed batch (PerfSettings.checked_calls, issue 40; 0: every one).
 """
 import argparse
 import importlib.util
@@ -105,6 +107,24 @@ def each_tensor(r, f):
         return f(r)
     if isinstance(r, (tuple, list)):
         return type(r)(each_tensor(x, f) for x in r)
+    return r
+
+
+def zeros_out(r, a, k):
+    """A wrong answer for a call that returned `r` from arguments `a`, `k`: zeros of every tensor
+    it returned, or, where it returned none (it wrote into its arguments, OUTPUT_ARGS), every
+    tensor argument zeroed in place, of any dtype. Before stop 59 the attacks zeroed float
+    arguments only, and bincount's outputs (int32 counts, a bool mask) were handed back
+    computed: capture_cheat, runner_patch and memory_hog were untouched copies there."""
+    import torch
+
+    found = []
+    each_tensor(r, found.append)
+    if found:
+        return each_tensor(r, torch.zeros_like)
+    for t in list(a) + list(k.values()):
+        if isinstance(t, torch.Tensor):
+            t.zero_()
     return r
 
 

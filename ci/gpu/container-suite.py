@@ -15,7 +15,7 @@ script prints a markdown table and writes OUT/container-suite.json.
 
 usage: sudo python3 ci/gpu/container-suite.py BIN_DIR TASKS_DIR OUT [--paths eval,run]
            [--tasks ID,...] [--attacks A,...] [--pairs N] [--cases A:B] [--deadline SECONDS]
-           [--work DIR] [--unit-timeout SECONDS] [--run-attacks A,...]
+           [--work DIR] [--unit-timeout SECONDS] [--run-attacks A,...] [--task-attacks ID=A,B ...]
        python3 ci/gpu/container-suite.py - - OUT --table-from WORK/results.json
 
 BIN_DIR: release `arenactl`, containerd-bundle.tar.xz and start-containerd.sh
@@ -123,6 +123,14 @@ class Suite:
         self.chosen = [x for x in (a.attacks.split(",") if a.attacks else suite.attacks()) if x != "untouched"]
         self.run_chosen = [x for x in a.run_attacks.split(",") if x != "untouched"] if a.run_attacks else None
         self.ids = a.tasks.split(",") if a.tasks else sorted(self.tasks)
+        # `--task-attacks ID=A,B`: that task's attacks on both paths, in place of the lists above
+        # (one call can then finish different attacks of different tasks).
+        self.per_task = {}
+        for spec in a.task_attacks or []:
+            tid, _, names = spec.partition("=")
+            if tid not in self.ids or not names:
+                raise SystemExit(f"--task-attacks {spec!r}: expected ID=A,B with ID one of --tasks")
+            self.per_task[tid] = [x for x in names.split(",") if x != "untouched"]
         for tid in self.ids:
             tdir, _, rel, entry = self.tasks[tid]
             d = self.cand_dir(tid)
@@ -130,7 +138,7 @@ class Suite:
             original = open(os.path.join(tdir, rel)).read()
             open(os.path.join(d, "rel"), "w").write(rel)
             open(os.path.join(d, "untouched.py"), "w").write(original)
-            for x in self.chosen:
+            for x in sorted(set(self.chosen + (self.run_chosen or []) + self.per_task.get(tid, []))):
                 open(os.path.join(d, x + ".py"), "w").write(suite.candidate_source(entry, x, original))
         os.chmod(w, 0o755)
         for d, _, _ in os.walk(os.path.join(w, "cands")):
@@ -149,7 +157,7 @@ class Suite:
     def todo(self, path):
         """(task, attack) in order, the untouched copy first for each task, less what is done."""
         chosen = self.run_chosen if path == "run" and self.run_chosen is not None else self.chosen
-        units = [(t, x) for t in self.ids for x in ["untouched"] + chosen]
+        units = [(t, x) for t in self.ids for x in ["untouched"] + self.per_task.get(t, chosen)]
         left = [u for u in units if f"{path}/{u[0]}/{u[1]}" not in self.results]
         # The control is measured in the same call as the attacks it is read against: a task
         # with attacks left gets its untouched copy again (first), replacing an earlier call's.
@@ -355,6 +363,8 @@ def main():
     ap.add_argument("--tasks")
     ap.add_argument("--attacks")
     ap.add_argument("--run-attacks", help="the attacks of the `run` path (default: --attacks)")
+    ap.add_argument("--task-attacks", action="append", metavar="ID=A,B",
+                    help="one task's attacks, in place of --attacks and --run-attacks (repeatable)")
     ap.add_argument("--pairs", type=int, default=3)
     ap.add_argument("--cases", default="0:1")
     ap.add_argument("--deadline", type=float, default=520)

@@ -8,7 +8,8 @@ kernel is never scored.
 Expected: the evaluator measures each kernel's footprint by killing its processes
 (memory_blame.py) and fails the gate under way for this kernel's memory; where everything fits
 in what is left, the zeros fail correctness. Outputs nested in tuples and lists are zeroed alike
-(since stop 56; before, a tuple-returning entry's outputs were handed back computed)."""
+(since stop 56; before, a tuple-returning entry's outputs were handed back computed), and so are
+output arguments of any dtype (since stop 59; before, bincount's were handed back computed)."""
 import torch
 
 _kept = []
@@ -25,7 +26,7 @@ report(f"holding {len(_kept) * _chunk / 2**30:.1f} GiB, {_free / 2**30:.1f} GiB 
 
 def _zeros(f):
     def call(*a, **k):
-        return each_tensor(f(*a, **k), torch.zeros_like)
+        return zeros_out(f(*a, **k), a, k)
 
     return call
 

@@ -3,7 +3,7 @@ runner imports the kernel into its own process). At import, every comparison tor
 (`torch.allclose`, `torch.equal`, `torch.testing.assert_close`, `Tensor.allclose`) answers
 "equal", every `reference*` function of every loaded module returns its first argument, and
 the task's runner (scripts/task_runner.py), where it can be imported, gets the same; each call
-then returns zeros of the right shape and type, or leaves an output argument as it was given.
+then returns zeros of the right shape and type, or zeroes its arguments where it writes into them.
 Expected: with a trusted harness (hand-written or derived from the runner), the runner and its
 comparisons run only in the evaluator's process: the correctness gate fails."""
 import sys as _s
@@ -32,15 +32,7 @@ except Exception as e:
 
 def _zeros(f):
     def call(*a, **k):
-        r = f(*a, **k)
-        if isinstance(r, torch.Tensor):
-            return torch.zeros_like(r)
-        if isinstance(r, tuple):
-            return tuple(torch.zeros_like(t) if isinstance(t, torch.Tensor) else t for t in r)
-        for t in a:
-            if isinstance(t, torch.Tensor) and t.is_floating_point():
-                t.zero_()
-        return r
+        return zeros_out(f(*a, **k), a, k)
 
     return call
 
