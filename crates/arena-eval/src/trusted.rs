@@ -198,6 +198,12 @@ pub struct PerfSettings {
     pub late_stop_us: f64,
     /// GPU kernels: output words sampled per timed batch and read back after the answer.
     pub output_samples: u32,
+    /// Outputs checked against the reference per timed batch: a sample of this many calls,
+    /// drawn from the secret seed before the batch's inputs are made; 0 checks every one.
+    /// The correctness gate's outputs and untimed batches' are always all checked. Making
+    /// and checking every call's output is most of a microsecond kernel's evaluation (issue
+    /// 40); 0 stays the default until the GPU adversary suite has run against a sample.
+    pub checked_calls: u32,
 }
 
 impl Default for PerfSettings {
@@ -216,6 +222,7 @@ impl Default for PerfSettings {
             busy_gap_us: 100.0,
             late_stop_us: 1000.0,
             output_samples: 64,
+            checked_calls: 0,
         }
     }
 }
@@ -340,6 +347,8 @@ impl Job {
 mod defence_tests;
 #[cfg(test)]
 mod memory_tests;
+#[cfg(test)]
+mod sampled_check_tests;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]

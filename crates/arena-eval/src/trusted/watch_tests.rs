@@ -39,7 +39,7 @@ def session(data, tries):
 d = Data(busy=2)
 s = session(d, 3)
 first = [s.fresh(0, "performance") for _ in range(2)]
-got = s.window.write_inputs(None, [{}, {}], first, True, lambda: s.fresh(0, "performance"))
+got = s.window.write_inputs(None, [{}, {}], first, True, lambda k: s.fresh(0, "performance"))
 assert d.lasts == [False, False, True], d.lasts
 assert len(d.filled) == 3 and d.filled[0] == [a for a, _ in first]
 assert got != first and [a for a, _ in got] == d.filled[2], "checked against the inputs written last"
@@ -47,14 +47,14 @@ assert len({a for f in d.filled for a in f}) == 6, "every try's inputs are new"
 d = Data(busy=5)
 s = session(d, 3)
 try:
-    s.window.write_inputs(None, [{}], [s.fresh(0, "performance")], True, lambda: s.fresh(0, "performance"))
+    s.window.write_inputs(None, [{}], [s.fresh(0, "performance")], True, lambda k: s.fresh(0, "performance"))
     raise SystemExit("busy on every try passed")
 except DeviceBusy:
     pass
 assert d.lasts == [False, False, True], d.lasts
 d = Data(busy=0)
 s = session(d, 3)
-s.window.write_inputs(None, [{}], [s.fresh(0, "performance")], True, lambda: s.fresh(0, "performance"))
+s.window.write_inputs(None, [{}], [s.fresh(0, "performance")], True, lambda k: s.fresh(0, "performance"))
 assert d.lasts == [False] and len(d.filled) == 1
 # Where the inputs were laid out when the calls were assigned (a CPU's), one try only: its
 # busy watch would fail at once rather than check the kernel against inputs it never got.
@@ -62,7 +62,7 @@ d = Data(busy=1)
 d.rewrites_inputs = False
 s = session(d, 3)
 try:
-    s.window.write_inputs(None, [{}], [s.fresh(0, "performance")], True, lambda: s.fresh(0, "performance"))
+    s.window.write_inputs(None, [{}], [s.fresh(0, "performance")], True, lambda k: s.fresh(0, "performance"))
     raise SystemExit("a busy watch passed where inputs cannot be rewritten")
 except DeviceBusy:
     pass

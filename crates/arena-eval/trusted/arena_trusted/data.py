@@ -19,6 +19,9 @@ class CheckableError(Exception):
 class CpuData:
     # `assign` lays the inputs out: a batch's inputs cannot be written again (timing.py).
     rewrites_inputs = False
+    # Each call's output window is sized by its reference output (prepare): a call with no
+    # reference would get a window the kernel could tell apart, so every call is checked.
+    checks_a_sample = False
 
     def __init__(self):
         # Written before each timed batch (timing.py, where the rest of the timed window is).

@@ -39,6 +39,10 @@ class GpuData:
 
     # `stage` and `fill` write a batch's inputs: a busy watch's try can write them afresh.
     rewrites_inputs = True
+    # Nothing a kernel process is given depends on a call's reference (its slot and outputs'
+    # sizes come from the inputs and the capture): a timed batch may check a sample of its
+    # calls (measure.py's checked()).
+    checks_a_sample = True
 
     def __init__(self, job):
         perf = job["perf"]  # perf_settings.PerfSettings

@@ -39,6 +39,8 @@ class Session:
         self.rng = random.Random(self._seed("order"))
         # Where each batch's outputs are sampled (samples.py): drawn apart from the order.
         self.sample_rng = random.Random(self._seed("samples"))
+        # Which calls of a timed batch are checked, where not every one is (checked()).
+        self.check_rng = random.Random(self._seed("checked"))
         self.counter = 0
         self.warnings = list(getattr(harness, "warnings", []))
         # Per configuration: whether its reference changes an argument in place (fresh()).
@@ -65,18 +67,21 @@ class Session:
             return f"unseen configuration {i} ({self.configs[i][1]})"
         return f"shape {self.configs[i][0]!r}"
 
-    def fresh(self, i, purpose):
-        """Arguments never used before, from the secret seed, and the reference output."""
+    def fresh(self, i, purpose, reference=True):
+        """Arguments never used before, from the secret seed, and the reference output (None
+        where `reference` is False: a call whose output is not checked, checked())."""
         self.counter += 1
         seed = self._seed(purpose, i, self.counter)
         if getattr(self.h, "make_case", None) is not None:
             # A harness that makes a call's inputs and its expected output in one step (a
             # derived one: derived.py); the reference never sees the arguments it gives.
             args, want = self.h.make_case(self.configs[i][0], seed, purpose)
-            return tuple(args), want
+            return tuple(args), want if reference else None
         args = tuple(self.h.make_inputs(self.configs[i][0], seed))
         if self.h.output_args:
             self.h.check_output_args(args)
+        if not reference:  # no reference runs: nothing can change the arguments first
+            return args, None
         # The kernel gets `args` as they are after the reference ran: a reference that wrote
         # its answer into an output argument, or changed an input in place (a KernelBench
         # forward with an in-place op), would hand the kernel its answer or inputs it was not
@@ -99,6 +104,20 @@ class Session:
             )
             args = tuple(_returned(before[j], a) if j in changed else a for j, a in enumerate(args))
         return args, want
+
+    def checked(self, n, purpose):
+        """The calls of a batch of `n` whose outputs are checked against the reference: every
+        one, except in a timed batch (`purpose` "performance") where `checked_calls` is set
+        below `n`: then that many, drawn from the secret seed before any input is made. The
+        kernel cannot tell them apart (each call's inputs come from the same draws, and only
+        the evaluator holds the references), so a kernel wrong on a fraction f of a batch's
+        calls passes it with probability (1 - f) ** checked_calls, once per timed batch; the
+        correctness gate's and every untimed batch's outputs are all checked, and so is every
+        call where the data layer cannot hide which calls are checked (CpuData)."""
+        k = self.perf.checked_calls
+        if purpose != "performance" or k <= 0 or k >= n or not self.data.checks_a_sample:
+            return range(n)
+        return frozenset(self.check_rng.sample(range(n), k))
 
     def check(self, got, want, where):
         try:
@@ -128,8 +147,9 @@ class Session:
         On a GPU the evaluator watches the device from before the inputs are written until the
         request is sent (no kernel process may have work on it then), and the window ends
         when the evaluator has read a secret sample of the outputs itself (samples.py). The
-        window, in order: timing.py."""
-        cases = [self.fresh(i, purpose) for _ in range(n)]
+        window, in order: timing.py. Which outputs are checked: checked()."""
+        checked = self.checked(n, purpose)
+        cases = [self.fresh(i, purpose, k in checked) for k in range(n)]
         args = [a for a, _ in cases]
         timeout = self.timeout[gate]
         described = None
@@ -145,7 +165,7 @@ class Session:
             request = {"op": "run", "calls": calls}
         try:
             plan = self.data.plan(kernel, calls, described, self.sample_rng, self.h.output_args, getattr(self.h, "returns", False))
-            cases = self.window.write_inputs(kernel, calls, cases, gate == "performance", lambda: self.fresh(i, purpose))
+            cases = self.window.write_inputs(kernel, calls, cases, gate == "performance", lambda k: self.fresh(i, purpose, k in checked))
             # The inputs are in the calls' slots now: the evaluator's own copies go, so that
             # an input is held once while the kernel runs and its outputs are checked.
             cases = [(None, w) for _, w in cases]
@@ -162,7 +182,8 @@ class Session:
         if len(outs) != n:
             raise CheckFailed(f"{self.name(i)}: {len(outs)} outputs for {n} calls")
         for k, (got, (_, want)) in enumerate(zip(outs, cases)):
-            self.check(got, want, f"{self.name(i)}, call {k + 1} of {n}")
+            if k in checked:
+                self.check(got, want, f"{self.name(i)}, call {k + 1} of {n}")
         try:
             self.data.confirm(plan)
         except Exception as e:
@@ -333,8 +354,10 @@ class Session:
             case["samples_ms"] = times[main]
             case["calls_per_batch"] = st["n"]
             case["timing"] = {r: "graph" if g else "eager" for r, g in st["graph"].items() if r not in st["dropped"]}
+            sampled = self.perf.checked_calls if self.data.checks_a_sample else 0
             case["method"] = (
-                "arena trusted: batches of calls timed by the evaluator, fresh inputs, every output checked"
+                "arena trusted: batches of calls timed by the evaluator, fresh inputs, "
+                + (f"up to {sampled} outputs of each timed batch checked (a secret sample), every other output checked" if sampled > 0 else "every output checked")
                 + (", each batch a CUDA graph replayed where the kernel can be captured" if any(st["graph"].values()) else "")
                 + (f", {sessions} sessions of fresh kernel processes" if sessions > 1 else "")
             )

@@ -35,6 +35,8 @@ class PerfSettings:
     late_stop_us: float = 1000.0
     # Output words sampled per timed batch, checked after the answer (samples.py).
     output_samples: int = 64
+    # Outputs checked per timed batch (a secret sample, measure.py's checked()); 0: every one.
+    checked_calls: int = 0
 
     @classmethod
     def of(cls, perf):

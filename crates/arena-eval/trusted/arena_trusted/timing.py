@@ -72,7 +72,7 @@ class Window:
     def write_inputs(self, kernel, calls, cases, timed, remake):
         """Writes the batch's inputs into its calls' slots while the device is watched (every
         kernel process stopped) and, before a `timed` batch, flushes the cache. Where the watch
-        saw other work, the batch's inputs are made afresh (`remake()`, one case each) and
+        saw other work, the batch's inputs are made afresh (`remake(k)`, call k's case) and
         written again, up to `busy_tries` times in all (GpuData.disarm says why); returns the
         cases written last, the only ones the batch is checked against."""
         # Only where `stage` and `fill` write the inputs can a try write them afresh (GpuData;
@@ -82,7 +82,7 @@ class Window:
             tries = 1
         for t in range(tries):
             if t:
-                cases = [remake() for _ in cases]
+                cases = [remake(k) for k in range(len(cases))]
             args = [a for a, _ in cases]
             self.data.stage(kernel, calls, args)
             self.data.arm(kernel)
