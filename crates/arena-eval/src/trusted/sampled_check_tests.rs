@@ -4,7 +4,8 @@
 
 use super::tests::assert_prints_ok;
 
-/// The evaluator's batch (measure.Session.batch) on stand-ins: a CPU-like data layer, a kernel
+/// The evaluator's batch (measure.Session.batch) on stand-ins: a data layer like GpuData's
+/// (inputs and outputs in place, nothing to size by a reference), a kernel
 /// that doubles its input except on the calls named wrong, and a harness whose check compares.
 const BATCH: &str = r#"
 import sys, types

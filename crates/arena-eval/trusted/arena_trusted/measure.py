@@ -357,7 +357,7 @@ class Session:
             sampled = self.perf.checked_calls if self.data.checks_a_sample else 0
             case["method"] = (
                 "arena trusted: batches of calls timed by the evaluator, fresh inputs, "
-                + (f"up to {sampled} outputs of each timed batch checked (a secret sample), every other output checked" if sampled > 0 else "every output checked")
+                + (f"a secret sample of {sampled} outputs of each timed batch checked, every output of the other batches" if sampled > 0 else "every output checked")
                 + (", each batch a CUDA graph replayed where the kernel can be captured" if any(st["graph"].values()) else "")
                 + (f", {sessions} sessions of fresh kernel processes" if sessions > 1 else "")
             )
