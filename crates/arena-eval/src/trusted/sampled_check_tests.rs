@@ -49,13 +49,17 @@ def session(checked, data):
     return measure.Session(h, data, [((4,), "c")], b"secret", job, False)
 "#;
 
+/// `body` run after BATCH's stand-ins; it prints "ok" where its assertions hold.
+fn with_batch(body: &str) {
+    assert_prints_ok(&format!("{BATCH}{body}"));
+}
+
 /// Which calls: every one where `checked_calls` is 0, or at or above the batch's size, and in
 /// any untimed batch; otherwise that many distinct calls, a different draw each batch, and the
 /// same draws from the same secret.
 #[test]
 fn a_timed_batch_checks_a_secret_sample_and_every_other_batch_checks_all() {
-    let script = format!(
-        "{BATCH}{}",
+    with_batch(
         r#"
 d = Data()
 s = session(0, d)
@@ -83,17 +87,15 @@ assert attr("data.py", "CpuData") is False and attr("gpu.py", "GpuData") is True
 other = measure.Session(h, d, [((4,), "c")], b"other secret", {"timeouts": {"performance": 1}, "perf": PerfSettings(checked_calls=8)}, False)
 assert [sorted(other.checked(100, "performance")) for _ in range(4)] != draws
 print("ok")
-"#
+"#,
     );
-    assert_prints_ok(&script);
 }
 
 /// The kernel's inputs are the same draws whether or not a sample is checked, and a reference
 /// runs only for the calls checked: nothing the kernel is given says which calls those are.
 #[test]
 fn inputs_do_not_depend_on_the_sample_and_references_run_only_for_it() {
-    let script = format!(
-        "{BATCH}{}",
+    with_batch(
         r#"
 seen = {}
 for checked in (0, 5):
@@ -108,9 +110,8 @@ for checked in (0, 5):
         assert len(refs) == 40 and None not in wants
 assert seen[0] == seen[5], "a sample changed the inputs the kernel was given"
 print("ok")
-"#
+"#,
     );
-    assert_prints_ok(&script);
 }
 
 /// A kernel wrong on every call of a timed batch fails it with a sample of one; one wrong only
@@ -118,8 +119,7 @@ print("ok")
 /// correctness gate (every call checked) and where its wrong call is drawn.
 #[test]
 fn a_wrong_output_fails_where_it_is_checked() {
-    let script = format!(
-        "{BATCH}{}",
+    with_batch(
         r#"
 d = Data()
 s = session(1, d)
@@ -150,7 +150,6 @@ try:
 except measure.CheckFailed:
     pass
 print("ok")
-"#
+"#,
     );
-    assert_prints_ok(&script);
 }

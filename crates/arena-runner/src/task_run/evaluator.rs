@@ -19,7 +19,7 @@ use arena_run::events::Detail;
 use arena_runtime::{BindMount, RunOutcome};
 
 use super::phase::ContainerPhase;
-use super::self_reported::SelfReportedRun;
+use super::self_reported::{timeout_note, SelfReportedOut, SelfReportedRun};
 use super::trusted::TrustedRun;
 use super::TaskRun;
 use crate::device_state;
@@ -34,6 +34,18 @@ pub(crate) struct Phase {
     pub record: Option<EvaluatorRecord>,
     /// The accelerator's state while it ran (a real GPU's only).
     pub device: Option<arena_run::result::DeviceWindow>,
+}
+
+impl Phase {
+    /// A phase of a self-reported evaluator container: `evaluation`, made from its reports.
+    fn of_gates(evaluation: Evaluation, r: SelfReportedOut) -> Phase {
+        Phase {
+            evaluation,
+            outcome: r.outcome,
+            record: r.record,
+            device: None,
+        }
+    }
 }
 
 /// The candidate phase: what the evaluator made of the agent's sources.
@@ -132,7 +144,6 @@ impl TaskRun<'_> {
     ) -> Result<Phase> {
         let (mut job, how) = self.kernel_job(sources)?;
         job.quiet = phase.sees_hidden();
-        let limit = job.limit_s();
         let r = self
             .self_reported(SelfReportedRun {
                 phase,
@@ -142,15 +153,10 @@ impl TaskRun<'_> {
                 extra_binds,
             })
             .await?;
-        let note = timeout_note(&r.outcome, limit);
-        let evaluation = collect(&r.out, &r.out.join(REPORTS), note.as_deref(), how);
+        let note = r.timeout_note.as_deref();
+        let evaluation = collect(&r.out, &r.out.join(REPORTS), note, how);
         self.gate_events(phase, &evaluation, event);
-        Ok(Phase {
-            evaluation,
-            outcome: r.outcome,
-            record: r.record,
-            device: None,
-        })
+        Ok(Phase::of_gates(evaluation, r))
     }
 
     /// The agent's kernel and the original in one evaluator container, their performance
@@ -186,7 +192,6 @@ impl TaskRun<'_> {
             overlay,
             self.task_bytes()?,
         );
-        let limit = job.limit_s();
         let mut r = self
             .self_reported(SelfReportedRun {
                 phase,
@@ -196,17 +201,16 @@ impl TaskRun<'_> {
                 extra_binds: &[],
             })
             .await?;
-        let note = timeout_note(&r.outcome, limit);
+        let note = r.timeout_note.as_deref();
         let codes = read_codes(&r.out);
-        let mut evaluation =
-            arena_eval::collect::gates(&codes, &r.out.join(REPORTS), note.as_deref());
+        let mut evaluation = arena_eval::collect::gates(&codes, &r.out.join(REPORTS), note);
         paired::fill(
             &mut evaluation,
             &r.out,
             &codes,
             &plan,
             self.task.config.task_type.as_str(),
-            note.as_deref(),
+            note,
         );
         let floor = r.record.as_ref().and_then(|rec| rec.floor.as_ref());
         evaluation.device_floor_ms = floor.and_then(FloorProbe::floor_ms);
@@ -225,12 +229,7 @@ impl TaskRun<'_> {
             rec.note("plan", serde_json::to_value(&plan).unwrap_or_default());
         }
         self.gate_events(phase, &evaluation, event);
-        Ok(Phase {
-            evaluation,
-            outcome: r.outcome,
-            record: r.record,
-            device: None,
-        })
+        Ok(Phase::of_gates(evaluation, r))
     }
 
     /// The supplementary groups of the GPU's device nodes (harness and kernel processes need
@@ -457,11 +456,4 @@ impl TaskRun<'_> {
             }
         }
     }
-}
-
-/// What a container that ran past its limit left its unreached gates to say.
-pub(crate) fn timeout_note(outcome: &RunOutcome, limit_s: u64) -> Option<String> {
-    outcome
-        .timed_out
-        .then(|| format!("evaluator timed out after {limit_s} s"))
 }

@@ -39,6 +39,15 @@ pub(crate) struct SelfReportedOut {
     pub out: PathBuf,
     pub outcome: RunOutcome,
     pub record: Option<EvaluatorRecord>,
+    /// What the gates it never reached say, where the container ran past its job's limit.
+    pub timeout_note: Option<String>,
+}
+
+/// What a container that ran past its limit left its unreached gates to say.
+pub(crate) fn timeout_note(outcome: &RunOutcome, limit_s: u64) -> Option<String> {
+    outcome
+        .timed_out
+        .then(|| format!("evaluator timed out after {limit_s} s"))
 }
 
 fn io(p: &Path) -> impl Fn(std::io::Error) -> RunnerError + '_ {
@@ -142,8 +151,9 @@ impl TaskRun<'_> {
             cfg.binds.push(bind(&s.host, &at, true));
         }
         cfg.binds.extend(r.extra_binds.iter().cloned());
+        let limit = r.job.limit_s();
         let outcome = ctx
-            .container(self.item, r.phase, &self.image, cfg, r.job.limit_s())
+            .container(self.item, r.phase, &self.image, cfg, limit)
             .await?;
         let record = EvaluatorRecord::read(&out);
         if let Some(e) = record.as_ref().and_then(|r| r.error.as_deref()) {
@@ -155,6 +165,7 @@ impl TaskRun<'_> {
         }
         Ok(SelfReportedOut {
             out,
+            timeout_note: timeout_note(&outcome, limit),
             outcome,
             record,
         })

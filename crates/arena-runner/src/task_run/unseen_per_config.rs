@@ -16,7 +16,6 @@ use arena_eval::untrusted::read_beneath;
 use arena_eval::{Gate, GatesJob};
 use arena_proto::v1::EventKind;
 
-use super::evaluator::timeout_note;
 use super::phase::{ContainerPhase, UnseenStep};
 use super::self_reported::SelfReportedRun;
 use super::{bind, TaskRun};
@@ -41,7 +40,6 @@ impl TaskRun<'_> {
         // read its own harness in its tree, not the others' here.
         std::fs::set_permissions(views, std::fs::Permissions::from_mode(0o700))
             .map_err(|e| RunnerError::io(views, e))?;
-        let limit = job.limit_s();
         let r = self
             .self_reported(SelfReportedRun {
                 phase,
@@ -51,7 +49,7 @@ impl TaskRun<'_> {
                 extra_binds: &[bind(views, VIEWS, true)],
             })
             .await?;
-        let note = timeout_note(&r.outcome, limit);
+        let note = r.timeout_note.as_deref();
         let codes = read_codes(&r.out);
         // The compile report, once, beside each configuration's own reports.
         let compile_report = Path::new(REPORTS).join("compile_report.json");
@@ -64,7 +62,7 @@ impl TaskRun<'_> {
                 let to = dir.join("compile_report.json");
                 std::fs::write(&to, bytes).map_err(|e| RunnerError::io(&to, e))?;
             }
-            let evaluation = collect_codes(&config_codes(&codes, k), &dir, note.as_deref(), how);
+            let evaluation = collect_codes(&config_codes(&codes, k), &dir, note, how);
             self.gate_events(
                 phase.step(UnseenStep::Config(k)),
                 &evaluation,
