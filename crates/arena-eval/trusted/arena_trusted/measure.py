@@ -114,10 +114,16 @@ class Session:
         calls passes it with probability (1 - f) ** checked_calls, once per timed batch; the
         correctness gate's and every untimed batch's outputs are all checked, and so is every
         call where the data layer cannot hide which calls are checked (CpuData)."""
-        k = self.perf.checked_calls
-        if purpose != "performance" or k <= 0 or k >= n or not self.data.checks_a_sample:
+        k = self.sampled_calls()
+        if purpose != "performance" or k <= 0 or k >= n:
             return range(n)
         return frozenset(self.check_rng.sample(range(n), k))
+
+    def sampled_calls(self):
+        """Calls checked per timed batch, 0 for every one: `checked_calls` where the data layer
+        can hide which calls are checked (GpuData), else 0."""
+        k = self.perf.checked_calls
+        return k if k > 0 and self.data.checks_a_sample else 0
 
     def check(self, got, want, where):
         try:
@@ -354,7 +360,7 @@ class Session:
             case["samples_ms"] = times[main]
             case["calls_per_batch"] = st["n"]
             case["timing"] = {r: "graph" if g else "eager" for r, g in st["graph"].items() if r not in st["dropped"]}
-            sampled = self.perf.checked_calls if self.data.checks_a_sample else 0
+            sampled = self.sampled_calls()
             case["method"] = (
                 "arena trusted: batches of calls timed by the evaluator, fresh inputs, "
                 + (f"a secret sample of {sampled} outputs of each timed batch checked, every output of the other batches" if sampled > 0 else "every output checked")
