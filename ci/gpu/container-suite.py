@@ -123,14 +123,9 @@ class Suite:
         self.chosen = [x for x in (a.attacks.split(",") if a.attacks else suite.attacks()) if x != "untouched"]
         self.run_chosen = [x for x in a.run_attacks.split(",") if x != "untouched"] if a.run_attacks else None
         self.ids = a.tasks.split(",") if a.tasks else sorted(self.tasks)
-        # `--task-attacks ID=A,B`: that task's attacks on both paths, in place of the lists above
-        # (one call can then finish different attacks of different tasks).
-        self.per_task = {}
-        for spec in a.task_attacks or []:
-            tid, _, names = spec.partition("=")
-            if tid not in self.ids or not names:
-                raise SystemExit(f"--task-attacks {spec!r}: expected ID=A,B with ID one of --tasks")
-            self.per_task[tid] = [x for x in names.split(",") if x != "untouched"]
+        self.per_task = task_attacks(a)
+        if set(self.per_task) - set(self.ids):
+            raise SystemExit(f"--task-attacks: no task {sorted(set(self.per_task) - set(self.ids))} here")
         for tid in self.ids:
             tdir, _, rel, entry = self.tasks[tid]
             d = self.cand_dir(tid)
@@ -262,6 +257,23 @@ class Suite:
         return self.pool("run", units, each)
 
 
+def task_attacks(a):
+    """`--task-attacks ID=A,B`: that task's attacks on both paths, in place of --attacks and
+    --run-attacks (one call can then finish different attacks of different tasks). Refused
+    before anything is locked: a typo would otherwise cost a device call's set-up."""
+    per_task, known = {}, set(suite.attacks())
+    for spec in a.task_attacks or []:
+        tid, _, names = spec.partition("=")
+        chosen = [x for x in names.split(",") if x and x != "untouched"]
+        if not tid or not chosen or (a.tasks and tid not in a.tasks.split(",")):
+            raise SystemExit(f"--task-attacks {spec!r}: expected ID=A,B with ID one of --tasks")
+        unknown = sorted(set(chosen) - known)
+        if unknown:
+            raise SystemExit(f"--task-attacks {spec!r}: no attack {unknown} in ci/gpu/adversaries/")
+        per_task[tid] = chosen
+    return per_task
+
+
 def summary(result, score):
     """What a verdict needs of a task result and its score (the Evaluate answer, or the report's
     task entry)."""
@@ -379,6 +391,7 @@ def main():
     if args.table_from:
         table(json.load(open(args.table_from)), args.out)
         return
+    task_attacks(args)
     s = Suite(args)
     s.set_up()
     try:
