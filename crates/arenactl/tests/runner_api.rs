@@ -74,7 +74,14 @@ fn shared_dir(d: &Daemon) -> (PathBuf, PathBuf) {
         std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o755)).unwrap();
     }
     let bin = dir.join("arenactl");
-    std::fs::copy(env!("CARGO_BIN_EXE_arenactl"), &bin).unwrap();
+    // Copied by `cp`, not by this process: a write descriptor open here can be inherited by a
+    // child another test forks meanwhile, and the exec of the copy then fails with ETXTBSY.
+    let st = Command::new("cp")
+        .arg(env!("CARGO_BIN_EXE_arenactl"))
+        .arg(&bin)
+        .status()
+        .unwrap();
+    assert!(st.success(), "cp arenactl: {st}");
     (dir, bin)
 }
 

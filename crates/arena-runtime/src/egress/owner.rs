@@ -124,10 +124,13 @@ mod tests {
 
     #[test]
     fn the_start_time_is_read_past_a_name_with_spaces_and_parentheses() {
-        // A process named "a) b": /proc's stat still splits after the last ')'.
+        // A process named "a) b": /proc's stat still splits after the last ')'. A link, not
+        // a copy: the kernel names the process after the path it was given, and a copy written
+        // here could be open for writing in a child another test forks meanwhile, which fails
+        // the exec with ETXTBSY (CI saw it).
         let dir = tempfile::tempdir().unwrap();
         let exe = dir.path().join("a) b");
-        std::fs::copy("/bin/sleep", &exe).unwrap();
+        std::os::unix::fs::symlink("/bin/sleep", &exe).unwrap();
         let mut child = std::process::Command::new(&exe).arg("5").spawn().unwrap();
         let pid = child.id();
         let got = started(pid);
