@@ -8,7 +8,11 @@ set -euo pipefail
 recipe=${1:?usage: fetch-tarballs.sh RECIPE.toml DIR}
 dir=${2:?usage: fetch-tarballs.sh RECIPE.toml DIR}
 mkdir -p "$dir"
-# Its own list and partial files: two fetches may share DIR (tests run in parallel).
+# One fetch of DIR at a time: tests run side by side (nextest: a process per test) and may
+# fetch into the same DIR; a second fetch waits, then finds the files there.
+exec 9>"$dir/.fetch.lock"
+flock 9
+# Its own list and partial files (the lock above already keeps a second fetch out).
 wanted=$(mktemp)
 trap 'rm -f "$wanted"' EXIT
 python3 - "$recipe" <<'PY' > "$wanted"

@@ -8,6 +8,10 @@ set -euo pipefail
 recipe=${1:?usage: fetch-wheels.sh RECIPE.toml DIR}
 dir=${2:?usage: fetch-wheels.sh RECIPE.toml DIR}
 mkdir -p "$dir"
+# One fetch of DIR at a time: tests run side by side (nextest: a process per test) and may
+# fetch into the same DIR; a second fetch waits, then finds the files there.
+exec 9>"$dir/.fetch.lock"
+flock 9
 exec python3 - "$recipe" "$dir" <<'PY'
 import hashlib, json, os, re, sys, tomllib, urllib.request
 recipe, out = sys.argv[1], sys.argv[2]
