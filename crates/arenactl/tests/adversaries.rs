@@ -46,7 +46,8 @@ fn result_of<'a>(rs: &'a [Value], task: &str) -> &'a Value {
 
 /// One adversary test at a time: they time kernels, and several private containerds with their
 /// containers sharing two cores make a self-timed harness measure the machine, not the kernel
-/// (a run measured an untouched kernel at 0.59 of itself that way).
+/// (a run measured an untouched kernel at 0.59 of itself that way). Under nextest (a process
+/// per test) this lock holds nothing: ci/nextest.toml runs these tests alone instead.
 static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 fn serial() -> std::sync::MutexGuard<'static, ()> {

@@ -20,7 +20,8 @@ const PREFIX_SUM: &str = "python2python/arena/prefix_sum";
 const MATMUL: &str = "python2python/arena/matmul";
 const LOCK: &str = "lockfiles/cpu.lock";
 
-/// One test at a time: they time kernels on two cores.
+/// One test at a time: they time kernels on two cores. Under nextest (a process per test) this
+/// lock holds nothing: ci/nextest.toml runs these tests alone instead.
 static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// A runner serving the Evaluate API on a socket in the test's directory; stopped with
