@@ -24,7 +24,8 @@ usage: sudo python3 ci/bench/trusted-overhead.py OUT_DIR [REPEATS] [TASK_DIR ...
        ARENA_BENCH_SIDES=direct,trusted,inline (the default) picks the sides.
        ARENA_BENCH_PAIRS=N times with N pairs per configuration (`arenactl run --trusted-pairs`;
        default 10, the runner's), and the paired evaluation's speedups are printed beside.
-       ARENA_CHECKED_CALLS=N checks a secret sample of N outputs per timed batch (0: every one).
+       ARENA_CHECKED_CALLS=N checks a secret sample of N outputs per timed batch (0: every one;
+       unset: the evaluator's default, 64).
 """
 import json
 import os
@@ -136,7 +137,7 @@ def trusted(task, roles, inline=False):
             "groups": [],
             "timeouts": {"compile": 300, "correctness": 300, "performance": 600},
             "trials": 2,
-            "perf": PerfSettings(pairs=PAIRS, checked_calls=int(os.environ.get("ARENA_CHECKED_CALLS", "0"))).as_job(),
+            "perf": PerfSettings(pairs=PAIRS, checked_calls=int(os.environ.get("ARENA_CHECKED_CALLS", PerfSettings.checked_calls))).as_job(),
             "out": out,
             "pass_env": ["CUDA_VISIBLE_DEVICES", "LD_LIBRARY_PATH", "PATH"],
             "unseen": False,

@@ -19,7 +19,8 @@ runs another copy of the evaluator's files (the one before a change, for a befor
 Runs as root (kernel processes run as users 60001 and 60002); every process of theirs is
 killed after each evaluation, so nothing an attack leaves reaches the next.
 `ARENA_CHECKED_CALLS=N` evaluates every candidate, the untouched copy too, with a secret sample
-of N outputs checked per timed batch (PerfSettings.checked_calls, issue 40; 0: every one).
+of N outputs checked per timed batch (PerfSettings.checked_calls, issue 40; 0: every one;
+unset: the evaluator's default, 64 since stop 61).
 """
 import argparse
 import importlib.util

@@ -9,7 +9,7 @@ usage: python3 ci/gpu/trusted-check.py OUT_DIR [PAIRS] [TASK/VARIANT,...]
 ARENA_GRAPHS=0 times eagerly (no CUDA graphs); ARENA_REPS=N runs each (task, candidate) N
 times (run-to-run spread); ARENA_GPU_SESSIONS=N spreads the pairs over N sessions of fresh
 kernel processes (5, the runner's default; 1: one session). ARENA_CHECKED_CALLS=N checks a
-secret sample of N outputs per timed batch (PerfSettings.checked_calls; 0, the default: every
+secret sample of N outputs per timed batch (PerfSettings.checked_calls, 64 by default; 0: every
 one). ARENA_TASK_ROOT=DIR takes the tasks from DIR instead (ids below
 it, each naming a trusted_harness: e.g. AgentKernelArena tasks materialized with
 `arenactl task materialize --harnesses tasks/aka-harnesses`); the kernel's file and entry
@@ -133,7 +133,7 @@ def write_job(work, harness, cases, pairs, graphs, sessions):
         "timeouts": {"compile": 300, "correctness": 300, "performance": 600},
         "trials": 2,
         "perf": PerfSettings(pairs=pairs, graphs=graphs, sessions=1, gpu_sessions=sessions,
-                             checked_calls=int(os.environ.get("ARENA_CHECKED_CALLS", "0"))).as_job(),
+                             checked_calls=int(os.environ.get("ARENA_CHECKED_CALLS", PerfSettings.checked_calls))).as_job(),
         "out": out,
         "pass_env": ["CUDA_VISIBLE_DEVICES", "LD_LIBRARY_PATH", "PATH"],
         "unseen": False,

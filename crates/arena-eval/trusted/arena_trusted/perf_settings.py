@@ -36,7 +36,8 @@ class PerfSettings:
     # Output words sampled per timed batch, checked after the answer (samples.py).
     output_samples: int = 64
     # Outputs checked per timed batch (a secret sample, measure.py's checked()); 0: every one.
-    checked_calls: int = 0
+    # The Rust side's default (trusted.rs, PerfSettings::default) is the same.
+    checked_calls: int = 64
 
     @classmethod
     def of(cls, perf):
