@@ -143,6 +143,8 @@ pub struct Evaluate {
     pub timeout: Option<Duration>,
     /// Pairs of timed batches per configuration (None: the runner's default).
     pub trusted_pairs: Option<u32>,
+    /// Outputs of each timed batch checked on a GPU (None: the runner's default, 64).
+    pub checked_calls: Option<u32>,
 }
 
 impl Evaluate {
@@ -180,6 +182,13 @@ impl Evaluate {
         self
     }
 
+    /// Outputs of each timed batch checked against the reference on a GPU, a secret sample
+    /// (0: every one; at most 4096).
+    pub fn checked_calls(mut self, n: u32) -> Evaluate {
+        self.checked_calls = Some(n);
+        self
+    }
+
     fn into_request(self) -> tonic::Request<EvaluateRequest> {
         let mut req = tonic::Request::new(EvaluateRequest {
             image_lock: self.image_lock.display().to_string(),
@@ -191,6 +200,7 @@ impl Evaluate {
                 .map(|t| t.as_millis().min(u32::MAX as u128) as u32)
                 .unwrap_or(0),
             trusted_pairs: self.trusted_pairs,
+            checked_calls: self.checked_calls,
         });
         if let Some(t) = self.timeout {
             // The call's own deadline too, a little later: the runner answers

@@ -34,6 +34,9 @@ pub struct RunRequest {
     /// kernel processes as there are pairs, at most 10 on the CPU and 5 on a GPU). Fewer: a
     /// cheaper, noisier measurement whose interval says so (smoke runs, CI).
     pub trusted_pairs: Option<u32>,
+    /// Outputs of each timed batch the trusted evaluator checks on a GPU, a secret sample
+    /// (default [`arena_eval::trusted::PerfSettings`]' 64; 0: every one).
+    pub checked_calls: Option<u32>,
     /// The values of the agent's `secrets` (its API keys), held for the run and never
     /// recorded: a resumed run is given them again.
     pub secrets: crate::secrets::Secrets,
@@ -165,6 +168,23 @@ pub const MAX_PERF_PAIRS: u32 = 100;
 /// configuration (at least one: a time is a pair's).
 pub const MAX_TRUSTED_PAIRS: u32 = 100;
 
+/// The most outputs a request may ask the trusted evaluator to check per timed batch: a
+/// batch's most calls (PerfSettings' `max_calls`); as many checks every one.
+pub const MAX_CHECKED_CALLS: u32 = 4096;
+
+/// Refuses a number of checked calls over [`MAX_CHECKED_CALLS`] (a run's or an Evaluate
+/// request's).
+pub fn check_checked_calls(n: Option<u32>) -> Result<()> {
+    match n {
+        Some(n) if n > MAX_CHECKED_CALLS => Err(RunError::invalid(
+            "request",
+            "checked_calls",
+            format!("must be 0 (every output) to {MAX_CHECKED_CALLS}, not {n}"),
+        )),
+        _ => Ok(()),
+    }
+}
+
 /// Refuses a number of trusted pairs outside 1 to [`MAX_TRUSTED_PAIRS`] (a run's or an
 /// Evaluate request's).
 pub fn check_trusted_pairs(pairs: Option<u32>) -> Result<()> {
@@ -196,6 +216,7 @@ pub fn plan(req: &RunRequest, agent_dirs: &[PathBuf]) -> Result<Plan> {
         ));
     }
     check_trusted_pairs(req.trusted_pairs)?;
+    check_checked_calls(req.checked_calls)?;
     if req.image_lock.is_dir() {
         return Err(RunError::invalid(
             "request",
@@ -277,6 +298,7 @@ pub fn plan(req: &RunRequest, agent_dirs: &[PathBuf]) -> Result<Plan> {
     record.memory_bytes = req.memory;
     record.perf_pairs = req.perf_pairs;
     record.trusted_pairs = req.trusted_pairs;
+    record.checked_calls = req.checked_calls;
     if let Some(old) = rundir.load_record()? {
         if let Some(field) = old.first_difference(&record) {
             return Err(RunError::invalid(
@@ -349,18 +371,21 @@ mod tests {
     /// in memory) and rounds of paired runs.
     #[test]
     fn runs_and_pairs_out_of_bounds_are_refused_naming_the_field() {
-        for (runs, pairs, trusted, field) in [
-            (0, None, None, "runs"),
-            (MAX_RUNS + 1, None, None, "runs"),
-            (u32::MAX, None, None, "runs"),
-            (1, Some(MAX_PERF_PAIRS + 1), None, "perf_pairs"),
-            (1, None, Some(0), "trusted_pairs"),
-            (1, None, Some(MAX_TRUSTED_PAIRS + 1), "trusted_pairs"),
+        for (runs, pairs, trusted, checked, field) in [
+            (0, None, None, None, "runs"),
+            (MAX_RUNS + 1, None, None, None, "runs"),
+            (u32::MAX, None, None, None, "runs"),
+            (1, Some(MAX_PERF_PAIRS + 1), None, None, "perf_pairs"),
+            (1, None, Some(0), None, "trusted_pairs"),
+            (1, None, Some(MAX_TRUSTED_PAIRS + 1), None, "trusted_pairs"),
+            (1, None, None, Some(MAX_CHECKED_CALLS + 1), "checked_calls"),
+            (1, None, None, Some(u32::MAX), "checked_calls"),
         ] {
             let req = RunRequest {
                 runs,
                 perf_pairs: pairs,
                 trusted_pairs: trusted,
+                checked_calls: checked,
                 ..RunRequest::default()
             };
             let e = plan(&req, &[]).err().expect("refused");

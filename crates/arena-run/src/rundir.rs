@@ -39,6 +39,10 @@ pub struct RunRecord {
     /// (`--trusted-pairs`; absent: arena_eval's default).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trusted_pairs: Option<u32>,
+    /// Outputs of each timed batch the trusted evaluator checks on a GPU (`--checked-calls`;
+    /// absent: arena_eval's default, a sample of 64).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checked_calls: Option<u32>,
     /// The identity that submitted the run (runner API): only it, or an admin, may watch or
     /// cancel it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -75,6 +79,7 @@ impl RunRecord {
             memory_bytes: None,
             perf_pairs: None,
             trusted_pairs: None,
+            checked_calls: None,
             owner: None,
         }
     }
@@ -93,6 +98,7 @@ impl RunRecord {
             ("memory_bytes", self.memory_bytes != other.memory_bytes),
             ("perf_pairs", self.perf_pairs != other.perf_pairs),
             ("trusted_pairs", self.trusted_pairs != other.trusted_pairs),
+            ("checked_calls", self.checked_calls != other.checked_calls),
         ]
         .into_iter()
         .find_map(|(field, differs)| differs.then_some(field))

@@ -27,6 +27,7 @@ const FIELDS: &[&str] = &[
     "memory",
     "perf_pairs",
     "trusted_pairs",
+    "checked_calls",
     "secrets",
     "probe",
     ".lock",
@@ -55,7 +56,11 @@ fn a_request() -> impl Strategy<Value = (bool, SubmitRunRequest, String)> {
         proptest::option::of(prop_oneof![3 => 0u32..8, 1 => any::<u32>()]),
         proptest::bool::weighted(0.2),
         "[a-z]{1,8}",
-        proptest::option::of(prop_oneof![3 => 0u32..8, 1 => any::<u32>()]),
+        // Trusted pairs and checked calls, in one element (a tuple strategy has at most 12).
+        (
+            proptest::option::of(prop_oneof![3 => 0u32..8, 1 => any::<u32>()]),
+            proptest::option::of(prop_oneof![3 => 0u32..70, 1 => any::<u32>()]),
+        ),
         prop_oneof![
             3 => Just(std::collections::HashMap::new()),
             1 => proptest::collection::hash_map(prop_oneof!["[A-Z_]{1,6}", noise()], noise(), 1..3)
@@ -73,7 +78,7 @@ fn a_request() -> impl Strategy<Value = (bool, SubmitRunRequest, String)> {
                 pairs,
                 probe,
                 name,
-                trusted,
+                (trusted, checked),
                 secrets,
             )| {
                 let req = SubmitRunRequest {
@@ -91,6 +96,7 @@ fn a_request() -> impl Strategy<Value = (bool, SubmitRunRequest, String)> {
                     probe_unseen: probe,
                     perf_pairs: pairs,
                     trusted_pairs: trusted,
+                    checked_calls: checked,
                     secrets,
                 };
                 (lock.is_none(), req, name)
@@ -124,6 +130,10 @@ proptest! {
                 let r = r.into_inner();
                 prop_assert!(!r.run_id.is_empty());
                 prop_assert!(req.runs <= arena_run::plan::MAX_RUNS, "{} runs started", req.runs);
+                prop_assert!(
+                    req.checked_calls.is_none_or(|n| n <= arena_run::plan::MAX_CHECKED_CALLS),
+                    "started with {:?} checked calls", req.checked_calls
+                );
             }
             Err(s) => {
                 prop_assert!(

@@ -23,7 +23,7 @@ use crate::auth::caller;
 use crate::client_paths::Access;
 use crate::engine::{Engine, RunHandle};
 use crate::error::RunnerError;
-use crate::evaluate::{EvalError, EvalRequest};
+use crate::evaluate::{EvalError, EvalRequest, RequestTiming};
 
 pub struct RunnerService {
     pub engine: Arc<Engine>,
@@ -170,6 +170,7 @@ impl Runner for RunnerService {
                     memory: (r.memory_bytes > 0).then_some(r.memory_bytes),
                     perf_pairs: r.perf_pairs,
                     trusted_pairs: r.trusted_pairs,
+                    checked_calls: r.checked_calls,
                     secrets: arena_run::Secrets::new(r.secrets.into_iter().collect(), "request")
                         .map_err(|e| Status::invalid_argument(e.to_string()))?,
                     probe: r.probe_unseen,
@@ -298,7 +299,10 @@ impl Runner for RunnerService {
                 files: r.files.into_iter().collect(),
                 request_id: r.request_id.clone(),
                 timeout,
-                trusted_pairs: r.trusted_pairs,
+                timing: RequestTiming {
+                    pairs: r.trusted_pairs,
+                    checked_calls: r.checked_calls,
+                },
             })
             .await
             .map_err(eval_status)?;

@@ -281,6 +281,7 @@ impl Fixture {
             memory: None,
             perf_pairs: None,
             trusted_pairs: None,
+            checked_calls: None,
             secrets: Default::default(),
             probe: false,
         }

@@ -342,6 +342,13 @@ pub struct RunArgs {
     /// smoke runs, not for numbers you publish. Recorded with the run
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=100))]
     pub trusted_pairs: Option<u32>,
+    /// Outputs of each timed batch arena's trusted evaluator checks against the reference on
+    /// a GPU: a secret sample, drawn before the batch's inputs are made (default 64; 0: every
+    /// one: add_rmsnorm's evaluation took 1.4× as long on an H200). The correctness
+    /// gate checks every output whatever it is, and so does a CPU evaluation. Recorded with
+    /// the run
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(0..=4096))]
+    pub checked_calls: Option<u32>,
     /// A value the agent file's `secrets` names (an API key), read from FILE by this client
     /// (one trailing newline dropped) and sent with the run (repeatable). It reaches only the
     /// agent's container, where the agent and code it runs can read it; it is written to no

@@ -352,6 +352,24 @@ def prefix_sum(xs):
                 .contains("trusted_pairs: must be 1 to 100"),
             "{no_pairs}"
         );
+        let too_many = r
+            .evaluate(request(PREFIX_SUM, solution(PREFIX_SUM)).checked_calls(4097))
+            .await
+            .err()
+            .unwrap();
+        assert!(
+            too_many
+                .to_string()
+                .contains("checked_calls: must be 0 (every output) to 4096"),
+            "{too_many}"
+        );
+        // A request's own checked calls reach its warm evaluator, which takes them (a CPU
+        // evaluation checks every output whatever the number).
+        let every = r
+            .evaluate(request(PREFIX_SUM, original(PREFIX_SUM)).checked_calls(0))
+            .await
+            .unwrap();
+        untouched(&every);
     });
     s.stop();
     assert!(empty(&d.leftovers()), "{}", d.leftovers());

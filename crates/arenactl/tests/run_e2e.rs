@@ -83,8 +83,12 @@ fn three_scripted_agents_and_drift_refusal() {
     let run: Value =
         serde_json::from_slice(&std::fs::read(tmp.join("optimize/run.json")).unwrap()).unwrap();
     assert_eq!(
-        (run["trusted_pairs"].as_u64(), run["perf_pairs"].as_u64()),
-        (Some(3), Some(2))
+        (
+            run["trusted_pairs"].as_u64(),
+            run["perf_pairs"].as_u64(),
+            run["checked_calls"].as_u64()
+        ),
+        (Some(3), Some(2), Some(0))
     );
 
     // An agent that breaks correctness: compiles, not correct → 20.

@@ -34,6 +34,9 @@ from harness import Harness
 ID = re.compile(r"^[0-9a-z][0-9a-z-]{0,63}$")
 # The most timed pairs a request may ask for (the runner refuses more before it asks).
 MAX_PAIRS = 100
+# The most outputs of a timed batch a request may ask to be checked: a batch's most calls
+# (PerfSettings.max_calls; the runner's MAX_CHECKED_CALLS).
+MAX_CHECKED_CALLS = 4096
 
 
 def listen(path, wait_s):
@@ -138,7 +141,7 @@ def tidy(job, data, roles, kept):
 
 
 def one(job, harness, data, configs, msg, zygote, kept):
-    """One `evaluate` request: {"id", "roles", "deadline_s"[, "pairs"]}."""
+    """One `evaluate` request: {"id", "roles", "deadline_s"[, "pairs"][, "checked_calls"]}."""
     rid = str(msg.get("id", ""))
     roles = msg.get("roles")
     if not ID.match(rid):
@@ -152,6 +155,12 @@ def one(job, harness, data, configs, msg, zygote, kept):
         if type(pairs) is not int or not 1 <= pairs <= MAX_PAIRS:
             return {"ok": False, "error": f"pairs {pairs!r}: not an integer from 1 to {MAX_PAIRS}"}
         job = dict(job, perf=dataclasses.replace(job["perf"], pairs=pairs))
+    checked = msg.get("checked_calls")
+    if checked is not None:
+        # This request's own sample of each timed batch's outputs (0: every one checked).
+        if type(checked) is not int or not 0 <= checked <= MAX_CHECKED_CALLS:
+            return {"ok": False, "error": f"checked_calls {checked!r}: not an integer from 0 to {MAX_CHECKED_CALLS}"}
+        job = dict(job, perf=dataclasses.replace(job["perf"], checked_calls=checked))
     out = os.path.join(job["out"], rid)
     os.mkdir(out, 0o700)
     record = ev.new_record(harness)

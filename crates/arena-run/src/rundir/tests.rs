@@ -62,6 +62,7 @@ fn first_difference_names_the_field() {
         memory_bytes: None,
         perf_pairs: None,
         trusted_pairs: None,
+        checked_calls: None,
         owner: None,
     };
     assert_eq!(a.first_difference(&a.clone()), None);
@@ -79,6 +80,10 @@ fn first_difference_names_the_field() {
     let mut t = a.clone();
     t.trusted_pairs = Some(3);
     assert_eq!(a.first_difference(&t), Some("trusted_pairs"));
+    // Every output checked is another run than a sample of them.
+    let mut k = a.clone();
+    k.checked_calls = Some(0);
+    assert_eq!(a.first_difference(&k), Some("checked_calls"));
 }
 
 #[test]

@@ -82,9 +82,19 @@ pub struct EvalRequest {
     /// The request's own time limit; None: twice the task's gate timeouts (a cold start
     /// evaluates the original first).
     pub timeout: Option<Duration>,
-    /// Pairs of timed batches per configuration of the candidate's evaluation (None: the
-    /// evaluator's default; 1 to [`arena_run::plan::MAX_TRUSTED_PAIRS`]).
-    pub trusted_pairs: Option<u32>,
+    /// How the candidate's evaluation is timed and checked (each None: the evaluator's default).
+    pub timing: RequestTiming,
+}
+
+/// What one Evaluate request asks of its evaluation's timing; the original's own evaluation,
+/// made when its warm evaluator started, keeps the defaults.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RequestTiming {
+    /// Pairs of timed batches per configuration (1 to [`arena_run::plan::MAX_TRUSTED_PAIRS`]).
+    pub pairs: Option<u32>,
+    /// Outputs of each timed batch checked on a GPU (0, every one, to
+    /// [`arena_run::plan::MAX_CHECKED_CALLS`]).
+    pub checked_calls: Option<u32>,
 }
 
 pub struct EvalReply {
@@ -196,7 +206,8 @@ impl Evaluator {
     /// Evaluates one request.
     pub async fn evaluate(&self, req: EvalRequest) -> Result<EvalReply, EvalError> {
         let t0 = Instant::now();
-        arena_run::plan::check_trusted_pairs(req.trusted_pairs)
+        arena_run::plan::check_trusted_pairs(req.timing.pairs)
+            .and_then(|()| arena_run::plan::check_checked_calls(req.timing.checked_calls))
             .map_err(|e| EvalError::Invalid(e.to_string()))?;
         let task = self.catalog.task(&req.image_lock, &req.task)?;
         let timeout = req.timeout.unwrap_or_else(|| {
@@ -209,7 +220,7 @@ impl Evaluator {
         let span = tracing::info_span!("evaluate", id = %evaluation_id, task = %task.task.id);
         let served = tracing::Instrument::instrument(
             self.pool
-                .evaluate(task.clone(), &candidate, req.trusted_pairs, deadline),
+                .evaluate(task.clone(), &candidate, req.timing, deadline),
             span,
         )
         .await?;

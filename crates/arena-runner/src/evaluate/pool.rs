@@ -22,7 +22,7 @@ use tokio::time::Instant;
 
 use super::candidate::Candidate;
 use super::catalog::ServedTask;
-use super::{Baseline, EvalError, Evaluated};
+use super::{Baseline, EvalError, Evaluated, RequestTiming};
 use crate::gpus::Gpu;
 use crate::scheduler::{GpuPool, Lease};
 
@@ -36,12 +36,12 @@ pub trait Warm: Send + Sync {
     fn id(&self) -> &str;
     /// The original kernel evaluated alone when it started (a run's baseline phase).
     fn baseline(&self) -> &Baseline;
-    /// Evaluates `candidate` against the original with `pairs` pairs of timed batches per
-    /// configuration (None: the evaluator's default), to be done by `deadline`.
+    /// Evaluates `candidate` against the original, timed and checked as `timing` asks (its
+    /// Nones: the evaluator's defaults), to be done by `deadline`.
     async fn evaluate(
         &self,
         candidate: &Candidate,
-        pairs: Option<u32>,
+        timing: RequestTiming,
         deadline: Instant,
     ) -> Result<Evaluated, EvalError>;
     /// Ends it; what it ran in is removed.
@@ -258,12 +258,12 @@ impl Pool {
         self.tasks.wait().await;
     }
 
-    /// Evaluates `candidate` for `task` (with `pairs`, as [`Warm::evaluate`]) by `deadline`.
+    /// Evaluates `candidate` for `task` (with `timing`, as [`Warm::evaluate`]) by `deadline`.
     pub async fn evaluate(
         &self,
         task: Arc<ServedTask>,
         candidate: &Candidate,
-        pairs: Option<u32>,
+        timing: RequestTiming,
         deadline: Instant,
     ) -> Result<Served, EvalError> {
         let t0 = Instant::now();
@@ -294,7 +294,7 @@ impl Pool {
         let t = Instant::now();
         let evaluated = match tokio::time::timeout_at(
             deadline + GRACE,
-            busy.warm().evaluate(candidate, pairs, deadline),
+            busy.warm().evaluate(candidate, timing, deadline),
         )
         .await
         {

@@ -79,12 +79,19 @@ impl Warm for FakeWarm {
     async fn evaluate(
         &self,
         c: &Candidate,
-        pairs: Option<u32>,
+        timing: RequestTiming,
         _: Instant,
     ) -> Result<Evaluated, EvalError> {
-        let pairs = pairs.map(|p| format!(" pairs={p}")).unwrap_or_default();
+        let pairs = timing
+            .pairs
+            .map(|p| format!(" pairs={p}"))
+            .unwrap_or_default();
+        let checked = timing
+            .checked_calls
+            .map(|n| format!(" checked={n}"))
+            .unwrap_or_default();
         self.log
-            .push(format!("eval {} {}{pairs}", self.name, c.digest));
+            .push(format!("eval {} {}{pairs}{checked}", self.name, c.digest));
         tokio::time::sleep(Duration::from_millis(self.eval_ms)).await;
         let n = self.done.fetch_add(1, Ordering::SeqCst) + 1;
         Ok(Evaluated {

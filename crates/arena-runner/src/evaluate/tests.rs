@@ -17,11 +17,15 @@ async fn an_evaluator_stays_warm_for_the_next_request_of_its_task() {
     let c = candidate(&s, &t, "def k(x):\n    return x\n");
     let warm: Vec<bool> = {
         let mut v = Vec::new();
-        // The last asks for fewer pairs: its evaluator is told so.
-        for pairs in [None, None, Some(3)] {
+        // The last asks for fewer pairs and every output checked: its evaluator is told so.
+        let asked = RequestTiming {
+            pairs: Some(3),
+            checked_calls: Some(0),
+        };
+        for timing in [RequestTiming::default(), RequestTiming::default(), asked] {
             v.push(
                 s.pool
-                    .evaluate(t.clone(), &c, pairs, later(5000))
+                    .evaluate(t.clone(), &c, timing, later(5000))
                     .await
                     .unwrap()
                     .warm,
@@ -32,7 +36,7 @@ async fn an_evaluator_stays_warm_for_the_next_request_of_its_task() {
     assert_eq!(warm, [false, true, true]);
     assert_eq!(s.log.count("start"), 1);
     assert_eq!(s.log.count("eval"), 3);
-    let asked = |l: &&String| l.starts_with("eval") && l.ends_with(" pairs=3");
+    let asked = |l: &&String| l.starts_with("eval") && l.ends_with(" pairs=3 checked=0");
     assert_eq!(s.log.0.lock().unwrap().iter().filter(asked).count(), 1);
     assert_eq!(s.pool.idle(), 1);
     assert_eq!(s.pool.admitted(), 0);
@@ -50,7 +54,13 @@ async fn a_full_queue_refuses_at_once_and_every_request_gets_one_answer() {
     let mut calls = tokio::task::JoinSet::new();
     for i in 0..12 {
         let (pool, t, c) = (s.pool.clone(), t.clone(), c.clone());
-        calls.spawn(async move { (i, pool.evaluate(t, &c, None, later(10_000)).await) });
+        calls.spawn(async move {
+            (
+                i,
+                pool.evaluate(t, &c, RequestTiming::default(), later(10_000))
+                    .await,
+            )
+        });
     }
     let mut ok = Vec::new();
     let mut busy = 0;
@@ -82,11 +92,14 @@ async fn a_deadline_passed_in_the_queue_answers_deadline_exceeded() {
     let t = served(&s.root, "python2python/t/a");
     let c = Arc::new(candidate(&s, &t, "def k(x):\n    return x\n"));
     let (p, t2, c2) = (s.pool.clone(), t.clone(), c.clone());
-    let first = tokio::spawn(async move { p.evaluate(t2, &c2, None, later(5000)).await });
+    let first = tokio::spawn(async move {
+        p.evaluate(t2, &c2, RequestTiming::default(), later(5000))
+            .await
+    });
     tokio::time::sleep(Duration::from_millis(50)).await;
     let e = s
         .pool
-        .evaluate(t.clone(), &c, None, later(100))
+        .evaluate(t.clone(), &c, RequestTiming::default(), later(100))
         .await
         .err()
         .unwrap();
@@ -105,7 +118,8 @@ async fn a_caller_that_goes_away_stops_its_evaluator_and_the_next_gets_a_fresh_o
     let c = candidate(&s, &t, "def k(x):\n    return x\n");
     let gone = tokio::time::timeout(
         Duration::from_millis(100),
-        s.pool.evaluate(t.clone(), &c, None, later(5000)),
+        s.pool
+            .evaluate(t.clone(), &c, RequestTiming::default(), later(5000)),
     )
     .await;
     assert!(gone.is_err(), "the caller gave up first");
@@ -119,7 +133,7 @@ async fn a_caller_that_goes_away_stops_its_evaluator_and_the_next_gets_a_fresh_o
     assert_eq!(s.log.count("stop"), 1);
     let served = s
         .pool
-        .evaluate(t.clone(), &c, None, later(5000))
+        .evaluate(t.clone(), &c, RequestTiming::default(), later(5000))
         .await
         .unwrap();
     assert!(
@@ -145,12 +159,12 @@ async fn one_gpu_goes_to_the_task_asked_for_and_idle_evaluators_give_it_back() {
         candidate(&s, &b, "def k(x):\n    return x\n"),
     );
     s.pool
-        .evaluate(a.clone(), &ca, None, later(5000))
+        .evaluate(a.clone(), &ca, RequestTiming::default(), later(5000))
         .await
         .unwrap();
     // b's request takes the GPU a's idle evaluator holds: a's is stopped first.
     s.pool
-        .evaluate(b.clone(), &cb, None, later(5000))
+        .evaluate(b.clone(), &cb, RequestTiming::default(), later(5000))
         .await
         .unwrap();
     let log = s.log.0.lock().unwrap().clone();
@@ -176,13 +190,13 @@ async fn an_evaluator_that_must_retire_is_not_used_again() {
     let c = candidate(&s, &t, "def k(x):\n    return x\n");
     let first = s
         .pool
-        .evaluate(t.clone(), &c, None, later(5000))
+        .evaluate(t.clone(), &c, RequestTiming::default(), later(5000))
         .await
         .unwrap();
     assert!(first.evaluated.retire.is_some());
     let second = s
         .pool
-        .evaluate(t.clone(), &c, None, later(5000))
+        .evaluate(t.clone(), &c, RequestTiming::default(), later(5000))
         .await
         .unwrap();
     assert!(!second.warm);
@@ -196,7 +210,7 @@ async fn an_idle_evaluator_whose_container_ended_is_not_handed_out() {
     let c = candidate(&s, &t, "def k(x):\n    return x\n");
     assert!(
         !s.pool
-            .evaluate(t.clone(), &c, None, later(5000))
+            .evaluate(t.clone(), &c, RequestTiming::default(), later(5000))
             .await
             .unwrap()
             .warm
@@ -204,7 +218,7 @@ async fn an_idle_evaluator_whose_container_ended_is_not_handed_out() {
     s.dead.store(true, Ordering::SeqCst);
     let next = s
         .pool
-        .evaluate(t.clone(), &c, None, later(5000))
+        .evaluate(t.clone(), &c, RequestTiming::default(), later(5000))
         .await
         .unwrap();
     assert!(!next.warm, "a dead evaluator was handed out");
@@ -220,7 +234,8 @@ async fn a_caller_gone_during_a_start_holds_the_gpu_until_that_evaluator_stops()
     let c = candidate(&s, &t, "def k(x):\n    return x\n");
     let gone = tokio::time::timeout(
         Duration::from_millis(50),
-        s.pool.evaluate(t.clone(), &c, None, later(5000)),
+        s.pool
+            .evaluate(t.clone(), &c, RequestTiming::default(), later(5000)),
     )
     .await;
     assert!(gone.is_err(), "the caller went away first");
@@ -240,7 +255,7 @@ async fn shutdown_waits_for_evaluators_being_stopped() {
     let c = candidate(&s, &t, "def k(x):\n    return x\n");
     // It must retire: its stop runs in a task of its own, which shutdown waits for.
     s.pool
-        .evaluate(t.clone(), &c, None, later(5000))
+        .evaluate(t.clone(), &c, RequestTiming::default(), later(5000))
         .await
         .unwrap();
     s.pool.shutdown().await;
@@ -257,7 +272,7 @@ async fn a_failed_start_is_the_requests_error_and_gives_the_gpu_back() {
     for _ in 0..2 {
         let e = s
             .pool
-            .evaluate(t.clone(), &c, None, later(2000))
+            .evaluate(t.clone(), &c, RequestTiming::default(), later(2000))
             .await
             .err()
             .unwrap();

@@ -26,7 +26,7 @@ use tokio::time::Instant;
 use super::candidate::Candidate;
 use super::catalog::ServedTask;
 use super::pool::{Warm, Warmer};
-use super::{Baseline, EvalError, Evaluated};
+use super::{Baseline, EvalError, Evaluated, RequestTiming};
 use crate::gpus::Gpu;
 use crate::resources::Resources;
 use crate::task_run::{bind, copy_sources, evaluator_config, image_env, unusable, EvaluatorDir};
@@ -262,7 +262,12 @@ impl ContainerWarm {
             return Err(internal(format!("the evaluator did not start: {hello}")));
         }
         let b = self
-            .request("baseline", &[BASELINE.name], None, deadline)
+            .request(
+                "baseline",
+                &[BASELINE.name],
+                RequestTiming::default(),
+                deadline,
+            )
             .await?;
         if let Some(why) = unusable(&b.evaluation) {
             return Err(EvalError::Precondition(format!(
@@ -328,7 +333,7 @@ impl ContainerWarm {
         &self,
         rid: &str,
         roles: &[&str],
-        pairs: Option<u32>,
+        timing: RequestTiming,
         deadline: Instant,
     ) -> Result<Evaluated, EvalError> {
         let left = deadline.saturating_duration_since(Instant::now());
@@ -338,8 +343,11 @@ impl ContainerWarm {
             "roles": roles,
             "deadline_s": left.as_secs_f64().max(0.001),
         });
-        if let Some(p) = pairs {
+        if let Some(p) = timing.pairs {
             msg["pairs"] = p.into();
+        }
+        if let Some(n) = timing.checked_calls {
+            msg["checked_calls"] = n.into();
         }
         self.send(&msg).await?;
         let reply = self.recv_until(deadline).await?;
@@ -396,7 +404,7 @@ impl Warm for ContainerWarm {
     async fn evaluate(
         &self,
         candidate: &Candidate,
-        pairs: Option<u32>,
+        timing: RequestTiming,
         deadline: Instant,
     ) -> Result<Evaluated, EvalError> {
         // The candidate's kernel directory holds this candidate's files and nothing else.
@@ -407,7 +415,7 @@ impl Warm for ContainerWarm {
         self.request(
             &format!("r{n}"),
             &[BASELINE.name, CANDIDATE.name],
-            pairs,
+            timing,
             deadline,
         )
         .await

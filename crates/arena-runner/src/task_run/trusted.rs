@@ -238,6 +238,9 @@ impl TaskRun<'_> {
         if let Some(pairs) = ctx.record.trusted_pairs {
             job.perf.pairs = pairs;
         }
+        if let Some(n) = ctx.record.checked_calls {
+            job.perf.checked_calls = n;
+        }
         let mut binds = ed.binds();
         if let Some(h) = r.hidden {
             // A private copy only root may read: the kernel processes cannot open it.

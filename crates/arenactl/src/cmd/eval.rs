@@ -48,6 +48,9 @@ pub fn run(args: EvalArgs) -> anyhow::Result<Outcome> {
         if let Some(n) = args.trusted_pairs {
             req = req.trusted_pairs(n);
         }
+        if let Some(n) = args.checked_calls {
+            req = req.checked_calls(n);
+        }
         if let Some(t) = args.timeout {
             req = req.timeout(Duration::from_secs_f64(t.max(0.001)));
         }

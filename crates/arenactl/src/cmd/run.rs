@@ -114,6 +114,7 @@ async fn run_async(args: RunArgs) -> anyhow::Result<Outcome> {
             memory_bytes: args.memory.unwrap_or(0),
             perf_pairs: args.perf_pairs,
             trusted_pairs: args.trusted_pairs,
+            checked_calls: args.checked_calls,
             secrets: read_secrets(&args.secrets)?,
             probe_unseen: false,
         })

@@ -41,6 +41,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<Outcome> {
             memory: args.memory,
             perf_pairs: args.perf_pairs,
             trusted_pairs: args.trusted_pairs,
+            checked_calls: args.checked_calls,
             secrets: Default::default(),
             probe: false,
         },
