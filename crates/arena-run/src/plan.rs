@@ -169,7 +169,8 @@ pub const MAX_PERF_PAIRS: u32 = 100;
 pub const MAX_TRUSTED_PAIRS: u32 = 100;
 
 /// The most outputs a request may ask the trusted evaluator to check per timed batch: a
-/// batch's most calls (PerfSettings' `max_calls`); as many checks every one.
+/// batch's most calls (PerfSettings' `max_calls`, which a test holds it to); as many checks
+/// every one.
 pub const MAX_CHECKED_CALLS: u32 = 4096;
 
 /// Refuses a number of checked calls over [`MAX_CHECKED_CALLS`] (a run's or an Evaluate
@@ -391,6 +392,26 @@ mod tests {
             let e = plan(&req, &[]).err().expect("refused");
             assert!(e.to_string().contains(&format!("request: {field}:")), "{e}");
         }
+    }
+
+    /// A request may ask every call of the largest batch to be checked, and no more.
+    #[test]
+    fn the_most_checked_calls_are_a_batchs_most_calls() {
+        let max_calls = arena_eval::trusted::PerfSettings::default().max_calls;
+        assert_eq!(MAX_CHECKED_CALLS, max_calls);
+        let req = |n| RunRequest {
+            runs: 1,
+            checked_calls: Some(n),
+            ..RunRequest::default()
+        };
+        // Refused for its number, or past it (the default request names no lockfile).
+        let past = plan(&req(max_calls), &[]).err().expect("no lockfile");
+        assert!(!past.to_string().contains("checked_calls"), "{past}");
+        let over = plan(&req(max_calls + 1), &[]).err().expect("refused");
+        assert!(
+            over.to_string().contains("request: checked_calls:"),
+            "{over}"
+        );
     }
 
     /// The lock check runs and the unseen probe share: the locked tree passes, a changed copy

@@ -347,7 +347,7 @@ pub struct RunArgs {
     /// one: add_rmsnorm's evaluation took 1.4× as long on an H200). The correctness
     /// gate checks every output whatever it is, and so does a CPU evaluation. Recorded with
     /// the run
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(0..=4096))]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(0..=arena_run::plan::MAX_CHECKED_CALLS as i64))]
     pub checked_calls: Option<u32>,
     /// A value the agent file's `secrets` names (an API key), read from FILE by this client
     /// (one trailing newline dropped) and sent with the run (repeatable). It reaches only the

@@ -32,7 +32,7 @@ pub struct EvalArgs {
     pub trusted_pairs: Option<u32>,
     /// Outputs of each timed batch checked against the reference on a GPU, a secret sample
     /// (default 64; 0: every one). The correctness gate checks every output whatever it is.
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(0..=4096))]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(0..=arena_run::plan::MAX_CHECKED_CALLS as i64))]
     pub checked_calls: Option<u32>,
     /// A name for the request, echoed in the answer.
     #[arg(long, default_value = "")]
