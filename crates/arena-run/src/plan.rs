@@ -173,28 +173,26 @@ pub const MAX_TRUSTED_PAIRS: u32 = 100;
 /// every one.
 pub const MAX_CHECKED_CALLS: u32 = 4096;
 
-/// Refuses a number of checked calls over [`MAX_CHECKED_CALLS`] (a run's or an Evaluate
-/// request's).
-pub fn check_checked_calls(n: Option<u32>) -> Result<()> {
-    match n {
-        Some(n) if n > MAX_CHECKED_CALLS => Err(RunError::invalid(
+/// Refuses what a run or an Evaluate request asks of the trusted evaluator's timing out of
+/// bounds: trusted pairs outside 1 to [`MAX_TRUSTED_PAIRS`], checked calls over
+/// [`MAX_CHECKED_CALLS`].
+pub fn check_trusted_timing(pairs: Option<u32>, checked_calls: Option<u32>) -> Result<()> {
+    let out = |field, bounds: &str, n| {
+        Err(RunError::invalid(
             "request",
+            field,
+            format!("must be {bounds}, not {n}"),
+        ))
+    };
+    match (pairs, checked_calls) {
+        (Some(p), _) if p == 0 || p > MAX_TRUSTED_PAIRS => {
+            out("trusted_pairs", &format!("1 to {MAX_TRUSTED_PAIRS}"), p)
+        }
+        (_, Some(n)) if n > MAX_CHECKED_CALLS => out(
             "checked_calls",
-            format!("must be 0 (every output) to {MAX_CHECKED_CALLS}, not {n}"),
-        )),
-        _ => Ok(()),
-    }
-}
-
-/// Refuses a number of trusted pairs outside 1 to [`MAX_TRUSTED_PAIRS`] (a run's or an
-/// Evaluate request's).
-pub fn check_trusted_pairs(pairs: Option<u32>) -> Result<()> {
-    match pairs {
-        Some(p) if p == 0 || p > MAX_TRUSTED_PAIRS => Err(RunError::invalid(
-            "request",
-            "trusted_pairs",
-            format!("must be 1 to {MAX_TRUSTED_PAIRS}, not {p}"),
-        )),
+            &format!("0 (every output) to {MAX_CHECKED_CALLS}"),
+            n,
+        ),
         _ => Ok(()),
     }
 }
@@ -216,8 +214,7 @@ pub fn plan(req: &RunRequest, agent_dirs: &[PathBuf]) -> Result<Plan> {
             format!("must be at most {MAX_PERF_PAIRS}"),
         ));
     }
-    check_trusted_pairs(req.trusted_pairs)?;
-    check_checked_calls(req.checked_calls)?;
+    check_trusted_timing(req.trusted_pairs, req.checked_calls)?;
     if req.image_lock.is_dir() {
         return Err(RunError::invalid(
             "request",

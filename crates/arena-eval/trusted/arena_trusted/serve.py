@@ -38,6 +38,10 @@ MAX_PAIRS = 100
 # The most outputs of a timed batch a request may ask to be checked: a batch's most calls
 # (the runner's MAX_CHECKED_CALLS is the same, and its tests hold it so).
 MAX_CHECKED_CALLS = PerfSettings.max_calls
+# What a request may ask of its own evaluation's timing, and its bounds: its timed pairs (a
+# cheaper screening) and its sample of each timed batch's outputs (0: every one checked).
+# The job's own values stay the default of the next request.
+REQUEST_PERF = {"pairs": (1, MAX_PAIRS), "checked_calls": (0, MAX_CHECKED_CALLS)}
 
 
 def listen(path, wait_s):
@@ -149,19 +153,13 @@ def one(job, harness, data, configs, msg, zygote, kept):
         return {"ok": False, "error": f"request id {rid[:80]!r} is not [0-9a-z-]"}
     if not isinstance(roles, list) or not roles or any(r not in job["roles"] for r in roles):
         return {"ok": False, "error": f"roles {roles!r}: not among {job['roles']}"}
-    pairs = msg.get("pairs")
-    if pairs is not None:
-        # This request's own number of timed pairs (a cheaper screening); the job's stays
-        # the default of the next.
-        if type(pairs) is not int or not 1 <= pairs <= MAX_PAIRS:
-            return {"ok": False, "error": f"pairs {pairs!r}: not an integer from 1 to {MAX_PAIRS}"}
-        job = dict(job, perf=dataclasses.replace(job["perf"], pairs=pairs))
-    checked = msg.get("checked_calls")
-    if checked is not None:
-        # This request's own sample of each timed batch's outputs (0: every one checked).
-        if type(checked) is not int or not 0 <= checked <= MAX_CHECKED_CALLS:
-            return {"ok": False, "error": f"checked_calls {checked!r}: not an integer from 0 to {MAX_CHECKED_CALLS}"}
-        job = dict(job, perf=dataclasses.replace(job["perf"], checked_calls=checked))
+    for field, (low, high) in REQUEST_PERF.items():
+        v = msg.get(field)
+        if v is None:
+            continue
+        if type(v) is not int or not low <= v <= high:
+            return {"ok": False, "error": f"{field} {v!r}: not an integer from {low} to {high}"}
+        job = dict(job, perf=dataclasses.replace(job["perf"], **{field: v}))
     out = os.path.join(job["out"], rid)
     os.mkdir(out, 0o700)
     record = ev.new_record(harness)

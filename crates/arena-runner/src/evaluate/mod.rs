@@ -206,8 +206,7 @@ impl Evaluator {
     /// Evaluates one request.
     pub async fn evaluate(&self, req: EvalRequest) -> Result<EvalReply, EvalError> {
         let t0 = Instant::now();
-        arena_run::plan::check_trusted_pairs(req.timing.pairs)
-            .and_then(|()| arena_run::plan::check_checked_calls(req.timing.checked_calls))
+        arena_run::plan::check_trusted_timing(req.timing.pairs, req.timing.checked_calls)
             .map_err(|e| EvalError::Invalid(e.to_string()))?;
         let task = self.catalog.task(&req.image_lock, &req.task)?;
         let timeout = req.timeout.unwrap_or_else(|| {
