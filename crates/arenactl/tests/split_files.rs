@@ -120,14 +120,16 @@ fn the_agent_gives_the_kernel_and_the_task_keeps_its_tests() {
         results(out)
     };
 
-    // The agent's kernel part is what runs: faster, correct, on the visible and the unseen
-    // configurations (under the task's tests, rewritten for the unseen ones).
+    // The agent's kernel part is what runs: correct, and slowed by a sleep no timing noise can
+    // hide (the task's kernel reads about 1.0 against itself; this one about 0.25), on the
+    // visible and the unseen configurations (under the task's tests, rewritten for the unseen
+    // ones).
     let rs = run("ci/agents/split_kernel.toml", &tmp.join("kernel"));
     for id in [DECLARED, INFERRED] {
         let r = result(&rs, id);
         let s = score(r);
         assert!(s.correct, "{id}: {r}");
-        assert!(s.speedup > 1.1, "{id}: the agent's kernel was not run: {r}");
+        assert!(s.speedup < 0.6, "{id}: the agent's kernel was not run: {r}");
         let u = &r["unseen"];
         // Four unseen configurations, not the three visible ones: the tests ran rewritten.
         assert_eq!(
