@@ -26,6 +26,13 @@ usage: sudo python3 ci/bench/trusted-overhead.py OUT_DIR [REPEATS] [TASK_DIR ...
        default 10, the runner's), and the paired evaluation's speedups are printed beside.
        ARENA_CHECKED_CALLS=N checks a secret sample of N outputs per timed batch (0: every one;
        unset: the evaluator's default, 64).
+       ARENA_BENCH_PERF='{"max_calls": 1024, ...}' sets any other field of the evaluator's
+       PerfSettings (arena_trusted/perf_settings.py), to try what a setting would save.
+       ARENA_BENCH_PROFILE=DIR runs each evaluator under cProfile, its profile in DIR.
+Each trusted evaluation's performance gate is also printed by part (perf_parts.py: fresh
+sessions, sizing, warm-ups, inputs, captures, writes, timed windows, checks, the rest) beside
+the seconds its timed batches read, summed over the original alone and the paired evaluation:
+where the evaluator's time goes.
 """
 import json
 import os
@@ -51,6 +58,21 @@ USERS = {"baseline": 60001, "candidate": 60002}
 PYTHON = os.environ.get("ARENA_BENCH_PYTHON", "/usr/bin/python3")
 # Pairs per configuration (the runner's default, or `--trusted-pairs`).
 PAIRS = int(os.environ.get("ARENA_BENCH_PAIRS", "10"))
+
+
+def perf_settings():
+    """The evaluator's settings for this bench: the defaults, with ARENA_BENCH_PAIRS,
+    ARENA_CHECKED_CALLS and ARENA_BENCH_PERF's fields (a field PerfSettings lacks is refused
+    by PerfSettings.of, named)."""
+    fields = {"pairs": PAIRS, "checked_calls": int(os.environ.get("ARENA_CHECKED_CALLS", PerfSettings.checked_calls))}
+    extra = json.loads(os.environ.get("ARENA_BENCH_PERF") or "{}")
+    if not isinstance(extra, dict):
+        sys.exit("ARENA_BENCH_PERF: a JSON object of PerfSettings fields")
+    fields.update(extra)
+    try:
+        return PerfSettings.of(dict(PerfSettings().as_job(), **fields))
+    except ValueError as e:
+        sys.exit(f"ARENA_BENCH_PERF: {e}")
 
 
 def solution_dir(task):
@@ -137,7 +159,7 @@ def trusted(task, roles, inline=False):
             "groups": [],
             "timeouts": {"compile": 300, "correctness": 300, "performance": 600},
             "trials": 2,
-            "perf": PerfSettings(pairs=PAIRS, checked_calls=int(os.environ.get("ARENA_CHECKED_CALLS", PerfSettings.checked_calls))).as_job(),
+            "perf": perf_settings().as_job(),
             "out": out,
             "pass_env": ["CUDA_VISIBLE_DEVICES", "LD_LIBRARY_PATH", "PATH"],
             "unseen": False,
@@ -146,8 +168,15 @@ def trusted(task, roles, inline=False):
         }
         with open(os.path.join(work, "job.json"), "w") as f:
             json.dump(job, f)
+        argv = [PYTHON, "-I", "-B"]
+        profile = os.environ.get("ARENA_BENCH_PROFILE")
+        if profile:
+            os.makedirs(profile, exist_ok=True)
+            side = "inline" if inline else "trusted"
+            name = f"{os.path.basename(task)}-{side}-{'-'.join(roles)}-{time.time_ns()}.prof"
+            argv += ["-m", "cProfile", "-o", os.path.join(profile, name)]
         t0 = time.perf_counter()
-        subprocess.run([PYTHON, "-I", "-B", INLINE if inline else EVALUATOR, os.path.join(work, "job.json")],
+        subprocess.run(argv + [INLINE if inline else EVALUATOR, os.path.join(work, "job.json")],
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         dt = time.perf_counter() - t0
         try:
@@ -163,6 +192,11 @@ def trusted(task, roles, inline=False):
             side = "inline" if inline else "trusted"
             sys.exit(f"{task}: the {side} evaluation of {roles} did not pass: gates {gates}: {why}")
         seen = {g: round(v, 3) for g, v in record.get("gate_s", {}).items()}
+        # Where the performance gate's seconds went (the evaluator's record), and what its
+        # timed batches read.
+        if "performance_parts_s" in record:
+            seen["parts"] = record["performance_parts_s"]
+            seen["measured"] = record.get("performance_measured_s")
         if len(roles) > 1:
             # Each case's speedup (median pair ratio) and its pairs' range: the noise that
             # fewer pairs buy.
@@ -177,6 +211,21 @@ def trusted(task, roles, inline=False):
         return dt, seen
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def parts_line(gate_s):
+    """The performance gates' parts summed over the original alone and the paired evaluation,
+    largest first, and what their timed batches read."""
+    total, measured = {}, 0.0
+    for evaluation in gate_s.values():
+        for part, s in evaluation.get("parts", {}).items():
+            total[part] = total.get(part, 0.0) + s
+        measured += evaluation.get("measured") or 0.0
+    if not total:
+        return "not recorded (an evaluator before perf_parts.py)"
+    gates = sum(total.values())
+    parts = ", ".join(f"{p} {s:.2f}" for p, s in sorted(total.items(), key=lambda kv: -kv[1]) if s > 0)
+    return f"{gates:.2f} s: {parts}; timed kernel work {measured:.3f} s ({100 * measured / max(gates, 1e-9):.1f}%)"
 
 
 def main():
@@ -212,6 +261,7 @@ def main():
             for side in ("trusted", "inline"):
                 if f"{side}_gate_s" in r:
                     print(f"{'':12} {side} speedups (median, min, max of the pairs): {r[f'{side}_gate_s']['paired'].get('speedups')}", flush=True)
+                    print(f"{'':12} {side} performance by part: {parts_line(r[f'{side}_gate_s'])}", flush=True)
     summary = {}
     for task in tasks:
         name = os.path.basename(task)
@@ -226,7 +276,7 @@ def main():
                 line += f"; trusted / {peer} {ratio:.3f} ({(ratio - 1) * 100:+.1f}%)"
         print(line)
     with open(os.path.join(out, "overhead.json"), "w") as f:
-        json.dump({"pairs": PAIRS, "rows": rows, "summary": summary}, f, indent=2)
+        json.dump({"pairs": PAIRS, "perf": perf_settings().as_job(), "rows": rows, "summary": summary}, f, indent=2)
 
 
 if __name__ == "__main__":

@@ -12,6 +12,12 @@ use crate::cross_check::{FLOOR_MS, FLOOR_SHARE};
 
 /// The record's file in an evaluator's report directory.
 pub const FILE: &str = "evaluator.json";
+/// The parts of a trusted performance gate (`performance_parts_s`), in the order they come:
+/// the evaluator's `perf_parts.PARTS`, the same list (tests/perf_parts.rs holds them equal).
+pub const PERFORMANCE_PARTS: [&str; 9] = [
+    "sessions", "sizing", "warmup", "inputs", "capture", "write", "window", "check", "other",
+];
+
 /// Read at most this much of it (the evaluator's traceback tails are 4 000 characters).
 pub const CAP: u64 = 1 << 20;
 
@@ -42,6 +48,14 @@ pub struct EvaluatorRecord {
     /// Seconds the trusted evaluator spent outside its gates, by phase (start, setup…).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub phases_s: Option<BTreeMap<String, f64>>,
+    /// Where the trusted evaluator's performance gate spent its seconds, by part, each
+    /// exclusive of the others (perf_parts.py: sessions, sizing, warmup, inputs, capture,
+    /// write, window, check, other).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub performance_parts_s: Option<BTreeMap<String, f64>>,
+    /// Seconds its timed batches read (inside the `window` part): the kernels' own work.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub performance_measured_s: Option<f64>,
     /// Every command the self-reported gate runner ran, in order.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub commands: Option<Vec<StepRecord>>,

@@ -113,6 +113,7 @@ files!(
     "mappings.py",
     "measure.py",
     "memory_blame.py",
+    "perf_parts.py",
     "perf_settings.py",
     "record.py",
     "samples.py",

@@ -5,6 +5,7 @@
 
 use serde::Serialize;
 
+use arena_eval::evaluator_record::PERFORMANCE_PARTS;
 use arena_run::result::TaskResult;
 
 /// One line of the summary: seconds summed over the task runs that had it, and their share
@@ -29,6 +30,10 @@ pub struct TimeSummary {
     pub phases: Vec<Spent>,
     /// What the time went on, across phases (the results' `breakdown`).
     pub spent_on: Vec<Spent>,
+    /// The trusted evaluators' performance gates by part (the breakdowns'
+    /// `performance_parts_s`), then `timed kernel work`: what their timed batches read, inside
+    /// `window`. Empty where no task run had a trusted performance gate.
+    pub performance_parts: Vec<Spent>,
     /// The longest task runs: (task, repeat, seconds), longest first, at most five.
     pub longest: Vec<(String, u32, f64)>,
     /// How busy each GPU was over the run (crate::busy).
@@ -73,6 +78,21 @@ impl TimeSummary {
             line("evaluator set-up", b(&|b| b.evaluator_setup_s)),
             line("other", b(&|b| b.other_s)),
         ];
+        let mut performance_parts: Vec<Spent> = PERFORMANCE_PARTS
+            .iter()
+            .map(|&p| {
+                line(
+                    p,
+                    b(&|b| b.performance_parts_s.get(p).copied().unwrap_or(0.0)),
+                )
+            })
+            .collect();
+        let measured = sum(&|t| t.breakdown.as_ref().and_then(|b| b.performance_measured_s));
+        if performance_parts.iter().all(|s| s.seconds <= 0.0) {
+            performance_parts.clear();
+        } else {
+            performance_parts.push(line("timed kernel work (in window)", measured));
+        }
         let device_s: f64 = timed
             .iter()
             .filter(|(r, _)| r.gpu.as_ref().is_some_and(|g| g.is_device()))
@@ -94,6 +114,7 @@ impl TimeSummary {
             device_hours: device_s / 3600.0,
             phases,
             spent_on,
+            performance_parts,
             longest,
             busy: crate::busy::Busy::of(results),
         }
@@ -115,7 +136,14 @@ impl TimeSummary {
                 String::new()
             }
         );
-        for (head, lines) in [("phase", &self.phases), ("spent on", &self.spent_on)] {
+        for (head, lines) in [
+            ("phase", &self.phases),
+            ("spent on", &self.spent_on),
+            ("trusted performance, by part", &self.performance_parts),
+        ] {
+            if lines.is_empty() {
+                continue;
+            }
             out.push_str(&format!("| {head} | s | % |\n|---|---:|---:|\n"));
             for s in lines.iter().filter(|s| s.seconds > 0.0) {
                 out.push_str(&format!(
@@ -207,6 +235,46 @@ mod tests {
         );
         assert!(md.contains("| baseline | 58.0 | 48.3 |"), "{md}");
         assert!(!md.contains("| unseen |"), "{md}");
+    }
+
+    /// A trusted performance gate's parts are summed over the task runs that have them, with
+    /// what the timed batches read; runs without (a harness's own commands) add nothing, and a
+    /// run where none has them gets no such table.
+    #[test]
+    fn trusted_performance_parts_are_summed_with_the_timed_work() {
+        let mut a = result("a", 0, 40.0, "nvidia");
+        let mut b = result("b", 0, 40.0, "nvidia");
+        for (r, window, measured) in [(&mut a, 6.0, 0.5), (&mut b, 2.0, 0.25)] {
+            let bd = r.timings.as_mut().unwrap().breakdown.as_mut().unwrap();
+            bd.performance_parts_s =
+                [("window".to_string(), window), ("inputs".to_string(), 4.0)].into();
+            bd.performance_measured_s = Some(measured);
+        }
+        let s = TimeSummary::of(&[a, b, result("c", 0, 20.0, "none")]);
+        let part = |w: &str| {
+            s.performance_parts
+                .iter()
+                .find(|p| p.what == w)
+                .unwrap()
+                .clone()
+        };
+        assert_eq!(s.performance_parts.len(), PERFORMANCE_PARTS.len() + 1);
+        assert_eq!(part("window").seconds, 8.0);
+        assert!((part("window").share - 0.08).abs() < 1e-12);
+        assert_eq!(part("inputs").seconds, 8.0);
+        assert_eq!(part("sessions").seconds, 0.0);
+        assert_eq!(part("timed kernel work (in window)").seconds, 0.75);
+        let md = s.markdown();
+        assert!(
+            md.contains("| trusted performance, by part | s | % |"),
+            "{md}"
+        );
+        assert!(md.contains("| window | 8.0 | 8.0 |"), "{md}");
+        assert!(!md.contains("| sessions |"), "{md}");
+
+        let none = TimeSummary::of(&[result("c", 0, 20.0, "none")]);
+        assert!(none.performance_parts.is_empty());
+        assert!(!none.markdown().contains("by part"), "{}", none.markdown());
     }
 
     #[test]

@@ -174,6 +174,16 @@ pub struct Breakdown {
     /// their gates (each starts its Python and PyTorch).
     #[serde(default)]
     pub evaluator_setup_s: f64,
+    /// The trusted evaluators' performance gates (inside `performance_s`) by part, summed
+    /// over their records' `performance_parts_s`: fresh sessions, sizing, warm-ups, inputs,
+    /// captures, writing inputs, the timed windows, checks, the rest. Empty where the gates
+    /// were a harness's own commands.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub performance_parts_s: BTreeMap<String, f64>,
+    /// Seconds the trusted evaluators' timed batches read (inside the `window` part): of the
+    /// performance gates, the kernels' own work.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub performance_measured_s: Option<f64>,
     /// Everything else: staging sources, each gate runner's set-up (task trees, the floor
     /// probe), cleaning between steps, reading reports, writing the result.
     pub other_s: f64,

@@ -374,8 +374,27 @@ fn an_untouched_kernel_is_measured_as_itself_on_every_sample_task() {
                 setup > 0.0 && setup < evaluating,
                 "{task}: {b} against {evaluating} s"
             );
+            // Its performance gates by part: every part named, together the gates' time
+            // (to the ms each part is rounded to), the timed work inside the windows.
+            let parts = b["performance_parts_s"].as_object().unwrap();
+            let names: Vec<&str> = parts.keys().map(String::as_str).collect();
+            let mut want = arena_eval::evaluator_record::PERFORMANCE_PARTS.to_vec();
+            want.sort_unstable();
+            assert_eq!(names, want, "{task}: {b}");
+            let sum: f64 = parts.values().map(|v| v.as_f64().unwrap()).sum();
+            let gates = b["performance_s"].as_f64().unwrap();
+            assert!(
+                (sum - gates).abs() < 0.05,
+                "{task}: {sum} s in parts, {gates} s in gates: {b}"
+            );
+            let measured = b["performance_measured_s"].as_f64().unwrap();
+            assert!(
+                measured > 0.0 && measured < parts["window"].as_f64().unwrap(),
+                "{task}: {b}"
+            );
         } else {
             assert_eq!(setup, 0.0, "{task}: {b}");
+            assert!(b.get("performance_parts_s").is_none(), "{task}: {b}");
         }
         eprintln!(
             "{task}: speedup {:.3}, 95% {:?}, 99.8% {lo:.3}–{hi:.3}",

@@ -20,6 +20,21 @@ fn the_digest_covers_every_file_and_install_writes_them_read_only() {
     assert!(digest().as_str().starts_with("sha256:"));
 }
 
+/// Every module of the evaluator's directory is one the runner installs: a module left out of
+/// FILES is missing in every container, and the evaluator fails there on its import.
+#[test]
+fn every_module_of_the_evaluator_is_installed() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/trusted/arena_trusted");
+    let mut on_disk: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".py"))
+        .collect();
+    on_disk.sort();
+    let listed: Vec<&str> = FILES.iter().map(|(n, _)| *n).collect();
+    assert_eq!(on_disk, listed, "trusted.rs's files! list, against {dir}");
+}
+
 /// A harness's COMPILED_BASELINE, read by python3 as the evaluator reads it: torch.compile's
 /// keyword arguments as plain data, or refused naming the harness; absent, no baseline.
 /// `script` run by python3 with the evaluator's files installed in the directory its first

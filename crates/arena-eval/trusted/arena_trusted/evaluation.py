@@ -332,6 +332,7 @@ def run_gates(job, harness, data, configs, hidden, roles, out, gates, record, zy
         return list(kernels)
 
     ended_well = False
+    s = None
     try:
         t = time.monotonic()
         start()
@@ -373,6 +374,10 @@ def run_gates(job, harness, data, configs, hidden, roles, out, gates, record, zy
         # A kernel killed to measure its memory is not kept for a next evaluation.
         ended_well = "memory_held" not in record
     finally:
+        if s is not None and s.parts.seconds:
+            # Where the performance gate's (or the hidden configurations') seconds went.
+            record["performance_parts_s"] = s.parts.record()
+            record["performance_measured_s"] = round(s.parts.measured, 3)
         watched = getattr(data, "watched", None)
         if watched:
             # What the device did while every kernel process was stopped (gpu_guard.py): the

@@ -7,6 +7,7 @@ import random
 import statistics
 
 import admits
+import perf_parts
 import record
 import timing
 from gpu_errors import GuardError
@@ -54,6 +55,8 @@ class Session:
         self.graphs = harness.device == "cuda" and self.perf.graphs
         # How a batch is written, flushed, timed and settled (timing.py).
         self.window = timing.Window(data, self.perf)
+        # Where the performance gate's seconds go (perf_parts.py): in the evaluator's record.
+        self.parts = perf_parts.Parts()
 
     def _seed(self, *parts):
         h = hashlib.sha256(self.secret)
@@ -154,14 +157,19 @@ class Session:
         request is sent (no kernel process may have work on it then), and the window ends
         when the evaluator has read a secret sample of the outputs itself (samples.py). The
         window, in order: timing.py. Which outputs are checked: checked()."""
-        checked = self.checked(n, purpose)
-        cases = [self.fresh(i, purpose, k in checked) for k in range(n)]
+        timed = purpose == "performance"
+        part = self.parts.timed
+        with part("inputs", timed):
+            checked = self.checked(n, purpose)
+            cases = [self.fresh(i, purpose, k in checked) for k in range(n)]
         args = [a for a, _ in cases]
         timeout = self.timeout[gate]
         described = None
-        calls = self.data.assign(kernel, args, timeout, [w for _, w in cases])
+        with part("write", timed):
+            calls = self.data.assign(kernel, args, timeout, [w for _, w in cases])
         if graph:
-            captured, _ = kernel.request({"op": "capture", "calls": calls}, timeout)
+            with part("capture", timed):
+                captured, _ = kernel.request({"op": "capture", "calls": calls}, timeout)
             if not captured.get("captured"):
                 why = captured.get("kind") if self.hidden else captured.get("why")
                 raise NotCapturable(str(why or "no reason given")[:500])
@@ -170,31 +178,37 @@ class Session:
         else:
             request = {"op": "run", "calls": calls}
         try:
-            plan = self.data.plan(kernel, calls, described, self.sample_rng, self.h.output_args, getattr(self.h, "returns", False))
-            cases = self.window.write_inputs(kernel, calls, cases, gate == "performance", lambda k: self.fresh(i, purpose, k in checked))
-            # The inputs are in the calls' slots now: the evaluator's own copies go, so that
-            # an input is held once while the kernel runs and its outputs are checked.
-            cases = [(None, w) for _, w in cases]
-            del args
-            self.data.dropped_inputs(kernel)
-            reply, elapsed = self.window.time(kernel, request, timeout, plan)
-            if graph:
-                reply = {"outputs": described}
-            outs = self.data.outputs(kernel, calls, reply, self.h.output_args, getattr(self.h, "returns", False))
+            with part("write", timed):
+                plan = self.data.plan(kernel, calls, described, self.sample_rng, self.h.output_args, getattr(self.h, "returns", False))
+                cases = self.window.write_inputs(kernel, calls, cases, gate == "performance", lambda k: self.fresh(i, purpose, k in checked))
+                # The inputs are in the calls' slots now: the evaluator's own copies go, so
+                # that an input is held once while the kernel runs and its outputs are checked.
+                cases = [(None, w) for _, w in cases]
+                del args
+                self.data.dropped_inputs(kernel)
+            with part("window", timed):
+                reply, elapsed = self.window.time(kernel, request, timeout, plan)
+            if timed:
+                self.parts.add_measured(elapsed)
+            with part("check", timed):
+                if graph:
+                    reply = {"outputs": described}
+                outs = self.data.outputs(kernel, calls, reply, self.h.output_args, getattr(self.h, "returns", False))
         except (KernelFailed, GuardError):
             raise
         except Exception as e:  # what the kernel process handed back does not hold up
             raise CheckFailed(f"{self.name(i)}: {type(e).__name__}: {e}" if not self.hidden else f"{self.name(i)}: {type(e).__name__}")
         if len(outs) != n:
             raise CheckFailed(f"{self.name(i)}: {len(outs)} outputs for {n} calls")
-        for k, (got, (_, want)) in enumerate(zip(outs, cases)):
-            if k in checked:
-                self.check(got, want, f"{self.name(i)}, call {k + 1} of {n}")
-        try:
-            self.data.confirm(plan)
-        except Exception as e:
-            raise CheckFailed(f"{self.name(i)}: {type(e).__name__}: {e}" if not self.hidden else f"{self.name(i)}: {type(e).__name__}")
-        self.data.after(kernel, graph)
+        with part("check", timed):
+            for k, (got, (_, want)) in enumerate(zip(outs, cases)):
+                if k in checked:
+                    self.check(got, want, f"{self.name(i)}, call {k + 1} of {n}")
+            try:
+                self.data.confirm(plan)
+            except Exception as e:
+                raise CheckFailed(f"{self.name(i)}: {type(e).__name__}: {e}" if not self.hidden else f"{self.name(i)}: {type(e).__name__}")
+            self.data.after(kernel, graph)
         return elapsed, [w for _, w in cases]
 
     # The gates. Each returns (passed, report dict).
@@ -305,7 +319,11 @@ class Session:
         them (the original compiled by torch.compile) is timed in the same pairs, each of its
         times beside the judged kernel's (`<role>_ms`, `<role>_pairs_ms`), and where it fails
         (its output is wrong, it cannot run) the case goes on without it and says why
-        (`<role>_error`)."""
+        (`<role>_error`). Where its seconds went: `parts` (perf_parts.py)."""
+        with self.parts.part("other"):
+            return self._performance(kernels, restart)
+
+    def _performance(self, kernels, restart):
         perf = self.perf
         pairs = perf.pairs
         target = perf.target_batch_ms / 1000.0
@@ -330,7 +348,8 @@ class Session:
         for s in range(sessions):
             if s > 0:
                 try:
-                    kernels = restart()
+                    with self.parts.part("sessions"):
+                        kernels = restart()
                 except KernelFailed as e:
                     for st in state:
                         st["case"].setdefault("error", f"fresh kernel processes for session {s + 1}: {e}")
@@ -388,25 +407,27 @@ class Session:
         warmed again by a call each in a later one (fresh processes), then its pairs."""
         perf = self.perf
         if st["n"] is None:
-            n = {}
-            cap = min(max_calls, self.data.calls_cap(self.fresh(i, "size")[0]))
-            for k in self._live(kernels, st):
+            with self.parts.part("sizing"):
+                n = {}
+                cap = min(max_calls, self.data.calls_cap(self.fresh(i, "size")[0]))
+                for k in self._live(kernels, st):
 
-                def size(k=k):
-                    for _ in range(perf.warmup_batches):
-                        t1, _ = self.batch(k, i, 1, "warmup", "performance")
-                    # A batch of one is mostly round trip: size a second guess by it, then
-                    # the batch by the second guess's time per call.
-                    guess = timing.first_guess(target, t1, cap)
-                    t2, _ = self.batch(k, i, guess, "warmup", "performance")
-                    n[k.role] = timing.sized_calls(target, guess, t2, cap)
+                    def size(k=k):
+                        for _ in range(perf.warmup_batches):
+                            t1, _ = self.batch(k, i, 1, "warmup", "performance")
+                        # A batch of one is mostly round trip: size a second guess by it, then
+                        # the batch by the second guess's time per call.
+                        guess = timing.first_guess(target, t1, cap)
+                        t2, _ = self.batch(k, i, guess, "warmup", "performance")
+                        n[k.role] = timing.sized_calls(target, guess, t2, cap)
 
-                self._guarded(k, st, size)
-            st["graph"] = self._graphs(self._live(kernels, st), i, n, cap, target, st)
-            st["n"] = timing.common_calls(n, [k.role for k in self._live(kernels, st) if not k.optional])
+                    self._guarded(k, st, size)
+                st["graph"] = self._graphs(self._live(kernels, st), i, n, cap, target, st)
+                st["n"] = timing.common_calls(n, [k.role for k in self._live(kernels, st) if not k.optional])
         else:
-            for k in self._live(kernels, st):
-                self._guarded(k, st, lambda k=k: self.batch(k, i, 1, "warmup", "performance"))
+            with self.parts.part("warmup"):
+                for k in self._live(kernels, st):
+                    self._guarded(k, st, lambda k=k: self.batch(k, i, 1, "warmup", "performance"))
         for _ in range(pairs):
             order = self._live(kernels, st)
             self.rng.shuffle(order)

@@ -122,7 +122,15 @@ fn time_tables(t: &crate::time::TimeSummary) -> String {
     for (id, head, lines) in [
         ("time-phases", "phase", &t.phases),
         ("time-spent", "spent on", &t.spent_on),
+        (
+            "time-trusted-performance",
+            "trusted performance, by part",
+            &t.performance_parts,
+        ),
     ] {
+        if lines.is_empty() {
+            continue;
+        }
         let _ = write!(
             out,
             "<table id=\"{id}\"><thead><tr><th>{head}</th><th>s</th><th>%</th></tr></thead><tbody>"

@@ -205,6 +205,23 @@ fn the_time_tables_are_the_reports_sums() {
         !t.contains("<td>unseen</td>"),
         "phases that did not run are left out: {t}"
     );
+    // No trusted performance gate, no table of its parts; with one, its parts.
+    assert!(!html.contains("time-trusted-performance"));
+    for r in &mut results {
+        r.timings.as_mut().unwrap().breakdown = Some(arena_run::result::Breakdown {
+            performance_parts_s: [("inputs".to_string(), 5.0)].into(),
+            performance_measured_s: Some(0.5),
+            ..Default::default()
+        });
+    }
+    let (_, html) = page(&results);
+    let t = &html[html.find("<table id=\"time-trusted-performance\"").unwrap()..];
+    let t = &t[..t.find("</table>").unwrap()];
+    assert!(
+        t.contains("<td>inputs</td>") && t.contains("data-value=\"15\""),
+        "{t}"
+    );
+    assert!(t.contains("<td>timed kernel work (in window)</td>"), "{t}");
 }
 
 /// A task run without a result is said beside the table, in markdown and on the page, with

@@ -49,9 +49,17 @@ pub(crate) fn breakdown(
 ) -> Breakdown {
     let mut gates = BTreeMap::new();
     let mut evaluator_setup_s = 0.0;
+    let mut performance_parts_s = BTreeMap::new();
+    let mut performance_measured_s = None;
     for r in evaluators.values() {
         gate_seconds(r, &mut gates);
         evaluator_setup_s += setup_seconds(r);
+        for (part, s) in r.performance_parts_s.iter().flatten() {
+            *performance_parts_s.entry(part.clone()).or_default() += s;
+        }
+        if let Some(m) = r.performance_measured_s {
+            *performance_measured_s.get_or_insert(0.0) += m;
+        }
     }
     let image_s = t.image_s.unwrap_or(0.0);
     let containers_s: f64 = containers
@@ -74,6 +82,8 @@ pub(crate) fn breakdown(
         correctness_s,
         performance_s,
         evaluator_setup_s,
+        performance_parts_s,
+        performance_measured_s,
         other_s,
         arena_share: ((image_s + containers_s + evaluator_setup_s + other_s) / evaluating).min(1.0),
     }
@@ -133,7 +143,9 @@ mod tests {
             (
                 "trusted".to_string(),
                 serde_json::json!({"gate_s": {"performance": 1.0},
-                    "phases_s": {"start": 0.5, "setup": 2.0, "kernel_processes": 0.25, "close": 0.25}}),
+                    "phases_s": {"start": 0.5, "setup": 2.0, "kernel_processes": 0.25, "close": 0.25},
+                    "performance_parts_s": {"window": 0.5, "inputs": 0.25},
+                    "performance_measured_s": 0.125}),
             ),
         ]
         .into();
@@ -154,5 +166,12 @@ mod tests {
         assert!((b.evaluator_setup_s - 3.0).abs() < 1e-9, "{b:?}");
         assert!((b.other_s - 8.5).abs() < 1e-9, "{b:?}");
         assert!((b.arena_share - 14.0 / 71.0).abs() < 1e-9, "{b:?}");
+        // The trusted evaluator's performance gate by part, and what its batches read; the
+        // gate runners' records have none.
+        assert_eq!(
+            b.performance_parts_s,
+            BTreeMap::from([("inputs".to_string(), 0.25), ("window".to_string(), 0.5)])
+        );
+        assert_eq!(b.performance_measured_s, Some(0.125));
     }
 }
