@@ -8,15 +8,18 @@ docs/measurements.md's).
 Per task and repeat, in an order that rotates:
   direct   the AgentKernelArena way: `python3 scripts/task_runner.py compile|correctness|performance`
            in a fresh copy of the task, once on the original kernel (the baseline evaluation) and
-           once on the reference solution (the agent's evaluation) — the harness times itself;
+           once on the reference solution (the agent's evaluation; an untouched copy where the
+           task has none in ci/solutions, as AgentKernelArena's tasks materialized with arena's
+           harnesses) — the harness times itself;
   trusted  what the runner does now: the trusted evaluator on the original kernel alone (the
            baseline evaluation), then on the original and the solution paired (the evaluation),
-           each kernel in a process of its own user, timed from outside, every output checked;
+           each kernel in a process of its own user, timed from outside, its outputs checked;
   inline   the same two evaluations by the same evaluator code with the kernels called inside
            the evaluator's process (ci/bench/inline-evaluator.py): the same gates, inputs,
            checks, batches, pairs, sessions and graph replays, no split.
 Prints each repeat's wall times and the per-task ratios trusted / direct and trusted / inline,
-and writes OUT/overhead.json. The evaluator's settings are the runner's defaults.
+and writes OUT/overhead.json. The evaluator's settings are the runner's defaults, but for the
+variables below.
 
 usage: sudo python3 ci/bench/trusted-overhead.py OUT_DIR [REPEATS] [TASK_DIR ...]
        (default tasks: the CPU samples matmul and prefix_sum; on a GPU machine pass
@@ -68,6 +71,9 @@ def perf_settings():
     extra = json.loads(os.environ.get("ARENA_BENCH_PERF") or "{}")
     if not isinstance(extra, dict):
         sys.exit("ARENA_BENCH_PERF: a JSON object of PerfSettings fields")
+    twice = sorted(set(extra) & set(fields))
+    if twice:
+        sys.exit(f"ARENA_BENCH_PERF: {twice} are set by ARENA_BENCH_PAIRS and ARENA_CHECKED_CALLS, not here")
     fields.update(extra)
     try:
         return PerfSettings.of(dict(PerfSettings().as_job(), **fields))
@@ -78,6 +84,14 @@ def perf_settings():
 def solution_dir(task):
     rel = os.path.relpath(task, os.path.join(ROOT, "tasks"))
     return os.path.join(ROOT, "ci/solutions", rel)
+
+
+def candidate_file(task, src):
+    """The agent's version of kernel file `src`: the reference solution (ci/solutions) where
+    the task has one, else an untouched copy of the original (an AgentKernelArena task
+    materialized with arena's harnesses: the paired evaluation is then the noop's)."""
+    solved = os.path.join(solution_dir(task), os.path.basename(src))
+    return solved if os.path.isfile(solved) else os.path.join(task, src)
 
 
 def sources(task):
@@ -108,7 +122,7 @@ def direct(task, solved):
         shutil.copytree(task, work, dirs_exist_ok=True)
         if solved:
             for src in sources(task):
-                shutil.copy(os.path.join(solution_dir(task), os.path.basename(src)), os.path.join(work, src))
+                shutil.copy(candidate_file(task, src), os.path.join(work, src))
         t0 = time.perf_counter()
         ok = all(
             subprocess.run([PYTHON, "scripts/task_runner.py", gate], cwd=work,
@@ -135,7 +149,7 @@ def trusted(task, roles, inline=False):
                 os.makedirs(os.path.dirname(os.path.join(k, src)), exist_ok=True)
                 origin = os.path.join(task, src)
                 if role == "candidate":
-                    origin = os.path.join(solution_dir(task), os.path.basename(src))
+                    origin = candidate_file(task, src)
                 shutil.copy(origin, os.path.join(k, src))
             kernels[role] = k
             s = os.path.join(work, "scratch", role)
@@ -238,6 +252,7 @@ def main():
     unknown = set(sides) - {"direct", "trusted", "inline"}
     if unknown or "trusted" not in sides:
         sys.exit(f"ARENA_BENCH_SIDES: {','.join(sides)}: sides are direct, trusted, inline; trusted is needed")
+    perf_settings()  # a bad ARENA_BENCH_PERF is refused before anything runs
     os.makedirs(out, exist_ok=True)
     rows = []
     print(f"{'task':12} {'rep':>3} " + " ".join(f"{s + ' s':>10}" for s in sides))

@@ -20,7 +20,9 @@ Runs as root (kernel processes run as users 60001 and 60002); every process of t
 killed after each evaluation, so nothing an attack leaves reaches the next.
 `ARENA_CHECKED_CALLS=N` evaluates every candidate, the untouched copy too, with a secret sample
 of N outputs checked per timed batch (PerfSettings.checked_calls, issue 40; 0: every one;
-unset: the evaluator's default, 64 since stop 61).
+unset: the evaluator's default, 64 since stop 61). `ARENA_PERF='{"target_batch_ms": 5}'` sets
+any other PerfSettings field for every candidate alike (trusted-check.py's write_job): a setting
+tried for its cost meets the attacks this way.
 """
 import argparse
 import importlib.util

@@ -10,7 +10,8 @@ ARENA_GRAPHS=0 times eagerly (no CUDA graphs); ARENA_REPS=N runs each (task, can
 times (run-to-run spread); ARENA_GPU_SESSIONS=N spreads the pairs over N sessions of fresh
 kernel processes (5, the runner's default; 1: one session). ARENA_CHECKED_CALLS=N checks a
 secret sample of N outputs per timed batch (PerfSettings.checked_calls, 64 by default; 0: every
-one). ARENA_TASK_ROOT=DIR takes the tasks from DIR instead (ids below
+one). ARENA_PERF='{"target_batch_ms": 5, ...}' sets any other PerfSettings field (a field it
+lacks is refused, named), to try a setting against the attacks. ARENA_TASK_ROOT=DIR takes the tasks from DIR instead (ids below
 it, each naming a trusted_harness: e.g. AgentKernelArena tasks materialized with
 `arenactl task materialize --harnesses tasks/aka-harnesses`); the kernel's file and entry
 are the harness's SOURCE and ENTRY. ARENA_CASES=A:B[:STEP] evaluates only the
@@ -101,6 +102,23 @@ def copy_kernels(work, tdir, rel):
         shutil.copy(os.path.join(tdir, rel), os.path.join(work, "kernel", role, rel))
 
 
+def perf_settings(pairs, graphs, sessions):
+    """job.json's `perf`: the defaults, these arguments, ARENA_CHECKED_CALLS, and any field of
+    ARENA_PERF (PerfSettings.of refuses one it lacks, or of the wrong type, named)."""
+    fields = dict(pairs=pairs, graphs=graphs, sessions=1, gpu_sessions=sessions,
+                  checked_calls=int(os.environ.get("ARENA_CHECKED_CALLS", PerfSettings.checked_calls)))
+    extra = json.loads(os.environ.get("ARENA_PERF") or "{}")
+    if not isinstance(extra, dict):
+        sys.exit("ARENA_PERF: a JSON object of PerfSettings fields")
+    twice = sorted(set(extra) & set(fields))
+    if twice:
+        sys.exit(f"ARENA_PERF: {twice} are set by the arguments and variables above, not here")
+    try:
+        return PerfSettings.of(dict(PerfSettings().as_job(), **fields, **extra)).as_job()
+    except ValueError as e:
+        sys.exit(f"ARENA_PERF: {e}")
+
+
 def write_job(work, harness, cases, pairs, graphs, sessions):
     """The rest of an evaluation's directory below `work` (each kernel's scratch, owned by its
     user; the evaluator's out), the harness cut to TEST_SHAPES[cases] where `cases` is
@@ -132,8 +150,7 @@ def write_job(work, harness, cases, pairs, graphs, sessions):
         "groups": [],
         "timeouts": {"compile": 300, "correctness": 300, "performance": 600},
         "trials": 2,
-        "perf": PerfSettings(pairs=pairs, graphs=graphs, sessions=1, gpu_sessions=sessions,
-                             checked_calls=int(os.environ.get("ARENA_CHECKED_CALLS", PerfSettings.checked_calls))).as_job(),
+        "perf": perf_settings(pairs, graphs, sessions),
         "out": out,
         "pass_env": ["CUDA_VISIBLE_DEVICES", "LD_LIBRARY_PATH", "PATH"],
         "unseen": False,
