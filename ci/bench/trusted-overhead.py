@@ -32,6 +32,8 @@ usage: sudo python3 ci/bench/trusted-overhead.py OUT_DIR [REPEATS] [TASK_DIR ...
        ARENA_BENCH_PERF='{"max_calls": 1024, ...}' sets any other field of the evaluator's
        PerfSettings (arena_trusted/perf_settings.py), to try what a setting would save.
        ARENA_BENCH_PROFILE=DIR runs each evaluator under cProfile, its profile in DIR.
+       ARENA_BENCH_EVALUATOR=DIR runs the evaluator whose files DIR holds (arena_trusted of
+       another commit: a before/after of a change, in the same call).
 Each trusted evaluation's performance gate is also printed by part (perf_parts.py: fresh
 sessions, sizing, warm-ups, inputs, captures, writes, timed windows, checks, the rest) beside
 the seconds its timed batches read, summed over the original alone and the paired evaluation:
@@ -47,7 +49,11 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-EVALUATOR = os.path.join(ROOT, "crates/arena-eval/trusted/arena_trusted/evaluate.py")
+EVALUATOR = os.path.join(
+    os.path.abspath(os.environ.get("ARENA_BENCH_EVALUATOR") or os.path.join(ROOT, "crates/arena-eval/trusted/arena_trusted")),
+    "evaluate.py")
+if not os.path.isfile(EVALUATOR):
+    sys.exit(f"ARENA_BENCH_EVALUATOR: no evaluate.py in {os.path.dirname(EVALUATOR)}")
 # job.json's `perf` with every field (the evaluator refuses one that lacks any): the
 # evaluator's own type, its defaults the runner's (arena_trusted/perf_settings.py).
 sys.path.insert(0, os.path.dirname(EVALUATOR))

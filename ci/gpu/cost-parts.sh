@@ -15,8 +15,12 @@
 #   ARENA_VARIANTS: PerfSettings fields to try, JSON objects separated by ';' (default
 #   '{"target_batch_ms": 5}'); the suite runs at ARENA_SUITE_PERF (default: the first variant).
 #   ARENA_BENCH_PAIRS: pairs per configuration of the cost step (default 10, the runner's).
-# Writes OUT/cost-default and OUT/cost-K (ci/bench/trusted-overhead.py, the K-th variant) and
-# OUT/suite (ci/gpu/adversary-suite.py); each prints its own table and the parts.
+#   ARENA_BEFORE=DIR: the evaluator files of an earlier commit (`git archive REV
+#   crates/arena-eval/trusted/arena_trusted`, carried), timed too at the defaults in the cost
+#   step, and the suite's untouched copy evaluated by it too (`--evaluator`): a change's
+#   before and after in the same call.
+# Writes OUT/cost-default, OUT/cost-before and OUT/cost-K (ci/bench/trusted-overhead.py, the
+# K-th variant) and OUT/suite (ci/gpu/adversary-suite.py); each prints its table and parts.
 set -euo pipefail
 out=$1
 here=$(cd "$(dirname "$0")/../.." && pwd)
@@ -30,6 +34,11 @@ mkdir -p "$out"
 export ARENA_BENCH_PYTHON=${ARENA_BENCH_PYTHON:-$(command -v python3)}
 if [[ $steps == *,cost,* ]]; then
   ARENA_BENCH_SIDES=direct,trusted python3 "$here/ci/bench/trusted-overhead.py" "$out/cost-default" 1 "$task"
+  if [[ -n ${ARENA_BEFORE:-} ]]; then
+    echo "before: $ARENA_BEFORE"
+    ARENA_BENCH_SIDES=trusted ARENA_BENCH_EVALUATOR=$ARENA_BEFORE \
+      python3 "$here/ci/bench/trusted-overhead.py" "$out/cost-before" 1 "$task"
+  fi
   k=0
   for v in "${variants[@]}"; do
     k=$((k + 1))
@@ -44,7 +53,11 @@ if [[ $steps == *,suite,* ]]; then
     exit 2
   fi
   echo "suite at $suite_perf"
+  ids=${ARENA_SUITE_TASKS:-triton2triton/vllm/triton_layernorm_gated}
   ARENA_PERF=$suite_perf python3 "$here/ci/gpu/adversary-suite.py" "$out/suite" "$tasks" \
-    --tasks "${ARENA_SUITE_TASKS:-triton2triton/vllm/triton_layernorm_gated}" \
-    --pairs 3 --sessions 3 --cases 0:1
+    --tasks "$ids" --pairs 3 --sessions 3 --cases 0:1
+  if [[ -n ${ARENA_BEFORE:-} ]]; then
+    ARENA_PERF=$suite_perf python3 "$here/ci/gpu/adversary-suite.py" "$out/suite-before" "$tasks" \
+      --tasks "$ids" --attacks untouched --pairs 3 --sessions 3 --cases 0:1 --evaluator "$ARENA_BEFORE"
+  fi
 fi

@@ -349,6 +349,8 @@ impl Job {
 #[cfg(test)]
 mod defence_tests;
 #[cfg(test)]
+mod gpu_outputs_tests;
+#[cfg(test)]
 mod memory_tests;
 #[cfg(test)]
 mod sampled_check_tests;

@@ -200,7 +200,7 @@ class Data:
     state = {"k": {"layout": [{"offset": 0, "bytes": 400}, {"offset": 512, "bytes": 64}], "slot_bytes": 1024}}
     def _slot_base(self, st, slot):
         return 1 << 20 | slot * st["slot_bytes"]
-    def described(self, kernel, d, call):
+    def described(self, kernel, d, call, tensor=True):
         return None, d["addr"], d["bytes"]
 k = types.SimpleNamespace(role="k")
 calls = [{"slot": i} for i in range(50)]

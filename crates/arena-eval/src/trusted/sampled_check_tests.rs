@@ -34,7 +34,9 @@ class Data:
     def flush(self): pass
     def disarm(self, kernel, failing=False, last=True): return True
     def dropped_inputs(self, kernel): pass
-    def outputs(self, kernel, calls, reply, output_args=None, returns=False): return reply["outputs"]
+    def outputs(self, kernel, calls, reply, output_args=None, returns=False, wanted=None):
+        self.wanted = wanted
+        return reply["outputs"]
     def confirm(self, plan): pass
     def after(self, kernel, graph=False): pass
 class Kernel:
@@ -91,8 +93,9 @@ print("ok")
     );
 }
 
-/// The kernel's inputs are the same draws whether or not a sample is checked, and a reference
-/// runs only for the calls checked: nothing the kernel is given says which calls those are.
+/// The kernel's inputs are the same draws whether or not a sample is checked, a reference runs
+/// only for the calls checked, and only their outputs are read: nothing the kernel is given
+/// says which calls those are.
 #[test]
 fn inputs_do_not_depend_on_the_sample_and_references_run_only_for_it() {
     with_batch(
@@ -104,6 +107,9 @@ for checked in (0, 5):
     refs.clear()
     t, wants = s.batch(Kernel(d, set()), 0, 40, "performance", "performance")
     seen[checked] = list(d.args)
+    # The data layer reads the outputs of the calls checked, and only those (GpuData makes
+    # no tensor for the others).
+    assert sorted(d.wanted) == [k for k, w in enumerate(wants) if w is not None], (d.wanted, wants)
     if checked:
         assert len(refs) == 5 and sum(w is not None for w in wants) == 5, (len(refs), wants)
     else:

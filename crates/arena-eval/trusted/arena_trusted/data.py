@@ -75,9 +75,10 @@ class CpuData:
     def confirm(self, plan):
         pass
 
-    def outputs(self, kernel, calls, reply, output_args=None, returns=False):
+    def outputs(self, kernel, calls, reply, output_args=None, returns=False, wanted=None):
         """Each call's output, decoded from its window (`output_args` is a GPU task's: the
-        harness refuses it on a CPU)."""
+        harness refuses it on a CPU). Every call's, whatever `wanted` says: a CPU batch checks
+        every output (checks_a_sample)."""
         out = []
         for c in calls:
             try:

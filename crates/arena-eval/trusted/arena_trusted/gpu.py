@@ -25,7 +25,7 @@ from gpu_child import ChildSide  # noqa: F401  (attacks and tools name it here)
 from mappings import Mappings
 from samples import Samples
 from timing import L2Flush
-from tensors import DTYPES, _name, _plain, dense, is_dense, span_bytes, tensor_at  # noqa: F401  (tools name them here)
+from tensors import DTYPES, _name, _plain, dense, is_dense, layout_span, span_bytes, tensor_at  # noqa: F401  (tools name them here)
 
 ALIGN = 512
 CHUNK = 1 << 30
@@ -333,47 +333,55 @@ class GpuData:
     def confirm(self, plan):
         self.samples.confirm(plan)
 
-    def outputs(self, kernel, calls, reply, output_args=None, returns=False):
+    def outputs(self, kernel, calls, reply, output_args=None, returns=False, wanted=None):
         """Each call's output: what the kernel process described (its own memory, opened
         here), or, where the kernel writes into its arguments (`output_args`), those
         arguments as they are now in the call's slot of the evaluator's own pool (whatever
         the kernel process says of them is not read); with `returns` as well, each call's
-        output is (what it returned, those arguments)."""
+        output is (what it returned, those arguments).
+
+        `wanted`: the indices of the calls whose outputs are read (measure.py's checked(); all
+        where None). Every call's description is checked all the same; the others' outputs
+        are None: a tensor over a call's output costs tens of microseconds to make, and a
+        timed batch of thousands of calls checks a sample of them."""
+        keep = range(len(calls)) if wanted is None else wanted
         if output_args:
-            written = [self.in_slot(kernel, c["slot"], output_args) for c in calls]
+            written = [self.in_slot(kernel, c["slot"], output_args) if k in keep else None for k, c in enumerate(calls)]
             if not returns:
                 return written
-            return list(zip(self._described(kernel, calls, reply), written))
-        return self._described(kernel, calls, reply)
+            return list(zip(self._described(kernel, calls, reply, keep), written))
+        return self._described(kernel, calls, reply, keep)
 
-    def _described(self, kernel, calls, reply):
-        """What each call returned, as the kernel process described it (checked: described)."""
+    def _described(self, kernel, calls, reply, keep):
+        """What each call returned, as the kernel process described it (checked: described);
+        None for a call not in `keep`, its description checked all the same."""
         items = reply.get("outputs", [])
         if len(items) != len(calls):
             raise ValueError(f"{len(items)} outputs for {len(calls)} calls")
         outs = []
-        for item, call in zip(items, calls):
+        for k, (item, call) in enumerate(zip(items, calls)):
+            read = k in keep
             got = []
             for d in item["items"]:
                 if "value" in d:
                     got.append(d["value"])
                     continue
-                got.append(self.described(kernel, d, call)[0])
-            outs.append(tuple(got) if item["tuple"] else got[0])
+                got.append(self.described(kernel, d, call, tensor=read)[0])
+            outs.append((tuple(got) if item["tuple"] else got[0]) if read else None)
         return outs
 
-    def described(self, kernel, d, call):
-        """The tensor an output's description names, its first byte's address and its span in
-        bytes, checked first: whole numbers, no negative size or stride, inside the memory it
-        names, and, in one of the kernel's own input pools, inside the call's own slot."""
+    def described(self, kernel, d, call, tensor=True):
+        """The tensor an output's description names (None where `tensor` is False: only its
+        place is wanted), its first byte's address and its span in bytes, checked first: whole
+        numbers, no negative size or stride, inside the memory it names, and, in one of the
+        kernel's own input pools, inside the call's own slot."""
         dtype = DTYPES[d["dtype"]]
         offset = d["offset"]
         shape, stride = d["shape"], d["stride"]
         if not all(type(x) is int and x >= 0 for x in [offset, *shape, *stride]) or len(shape) != len(stride):
             raise ValueError("an output's offset, shape and strides must be whole numbers, none negative")
         ptr, size, pooled = self._open(kernel, d)
-        t = tensor_at(ptr + offset, shape, stride, dtype)
-        span = span_bytes(t)
+        span = layout_span(shape, stride, dtype.itemsize)
         if offset + span > size:
             raise ValueError("an output lies outside the memory it names")
         if pooled:
@@ -381,6 +389,7 @@ class GpuData:
             lo = self._slot_base(st, call["slot"])
             if not (lo <= ptr + offset and ptr + offset + span <= lo + st["slot_bytes"]):
                 raise ValueError("an output lies in an input slot of another call")
+        t = tensor_at(ptr + offset, shape, stride, dtype) if tensor else None
         return t, ptr + offset, span
 
     def in_slot(self, kernel, slot, output_args):

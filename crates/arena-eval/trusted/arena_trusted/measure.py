@@ -193,7 +193,7 @@ class Session:
             with part("check", timed):
                 if graph:
                     reply = {"outputs": described}
-                outs = self.data.outputs(kernel, calls, reply, self.h.output_args, getattr(self.h, "returns", False))
+                outs = self.data.outputs(kernel, calls, reply, self.h.output_args, getattr(self.h, "returns", False), checked)
         except (KernelFailed, GuardError):
             raise
         except Exception as e:  # what the kernel process handed back does not hold up

@@ -89,7 +89,7 @@ class Samples:
             row = []
             for d in item.get("items", []):
                 if "value" not in d:
-                    _, addr, n = self.data.described(kernel, d, call)
+                    _, addr, n = self.data.described(kernel, d, call, tensor=False)
                     row.append((addr, n))
             spans.append(row)
         return spans

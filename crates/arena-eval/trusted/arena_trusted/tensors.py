@@ -76,10 +76,16 @@ def _plain(a):
 
 def span_bytes(t):
     """Bytes from a tensor's first element to one past its last."""
-    if t.numel() == 0:
+    return layout_span(t.shape, t.stride(), t.element_size())
+
+
+def layout_span(shape, stride, itemsize):
+    """span_bytes of a tensor of `shape` and `stride` (in elements) and elements of
+    `itemsize` bytes, worked out without making it: 0 where it has no element."""
+    if any(n == 0 for n in shape):
         return 0
-    last = sum((n - 1) * s for n, s in zip(t.shape, t.stride()))
-    return (last + 1) * t.element_size()
+    last = sum((n - 1) * s for n, s in zip(shape, stride))
+    return (last + 1) * itemsize
 
 
 def _name(dtype):
