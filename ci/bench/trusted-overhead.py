@@ -74,17 +74,10 @@ def perf_settings():
     ARENA_CHECKED_CALLS and ARENA_BENCH_PERF's fields (a field PerfSettings lacks is refused
     by PerfSettings.of, named)."""
     fields = {"pairs": PAIRS, "checked_calls": int(os.environ.get("ARENA_CHECKED_CALLS", PerfSettings.checked_calls))}
-    extra = json.loads(os.environ.get("ARENA_BENCH_PERF") or "{}")
-    if not isinstance(extra, dict):
-        sys.exit("ARENA_BENCH_PERF: a JSON object of PerfSettings fields")
-    twice = sorted(set(extra) & set(fields))
-    if twice:
-        sys.exit(f"ARENA_BENCH_PERF: {twice} are set by ARENA_BENCH_PAIRS and ARENA_CHECKED_CALLS, not here")
-    fields.update(extra)
     try:
-        return PerfSettings.of(dict(PerfSettings().as_job(), **fields))
+        return PerfSettings.overridden(fields, os.environ.get("ARENA_BENCH_PERF"), "ARENA_BENCH_PERF")
     except ValueError as e:
-        sys.exit(f"ARENA_BENCH_PERF: {e}")
+        sys.exit(str(e))
 
 
 def solution_dir(task):

@@ -107,16 +107,10 @@ def perf_settings(pairs, graphs, sessions):
     ARENA_PERF (PerfSettings.of refuses one it lacks, or of the wrong type, named)."""
     fields = dict(pairs=pairs, graphs=graphs, sessions=1, gpu_sessions=sessions,
                   checked_calls=int(os.environ.get("ARENA_CHECKED_CALLS", PerfSettings.checked_calls)))
-    extra = json.loads(os.environ.get("ARENA_PERF") or "{}")
-    if not isinstance(extra, dict):
-        sys.exit("ARENA_PERF: a JSON object of PerfSettings fields")
-    twice = sorted(set(extra) & set(fields))
-    if twice:
-        sys.exit(f"ARENA_PERF: {twice} are set by the arguments and variables above, not here")
     try:
-        return PerfSettings.of(dict(PerfSettings().as_job(), **fields, **extra)).as_job()
+        return PerfSettings.overridden(fields, os.environ.get("ARENA_PERF"), "ARENA_PERF").as_job()
     except ValueError as e:
-        sys.exit(f"ARENA_PERF: {e}")
+        sys.exit(str(e))
 
 
 def write_job(work, harness, cases, pairs, graphs, sessions):

@@ -104,3 +104,44 @@ print(json.dumps({"unknown": {k: w for k, w in reads.items() if k not in fields}
         assert!(read.contains(&f), "{f} not among the reads found: {read:?}");
     }
 }
+
+/// A script's trial settings (`ARENA_PERF`, `ARENA_BENCH_PERF`): the defaults, the script's own
+/// fields, and the variable's JSON object over them; refused, naming the variable, where it is
+/// not JSON, not an object, sets a field the script sets, or names a field PerfSettings lacks.
+#[test]
+fn a_scripts_trial_settings_are_read_over_the_defaults_or_refused_by_name() {
+    let v = evaluator_python(
+        r#"
+import json, sys
+sys.path.insert(0, sys.argv[1])
+from perf_settings import PerfSettings
+s = PerfSettings.overridden({"pairs": 3}, '{"target_batch_ms": 5}', "ARENA_PERF")
+out = {"read": [s.pairs, s.target_batch_ms, s.max_calls], "none": PerfSettings.overridden({}, None, "V") == PerfSettings()}
+out["refused"] = {}
+for text in ('{bad', '[1]', '{"pairs": 4}', '{"bogus": 1}', '{"max_calls": "x"}'):
+    try:
+        PerfSettings.overridden({"pairs": 3}, text, "ARENA_PERF")
+        out["refused"][text] = None
+    except ValueError as e:
+        out["refused"][text] = str(e)
+print(json.dumps(out))
+"#,
+    );
+    assert_eq!(v["read"], serde_json::json!([3, 5.0, 4096]), "{v}");
+    assert_eq!(v["none"], true, "{v}");
+    for (text, why) in [
+        ("{bad", "not JSON"),
+        ("[1]", "a JSON object"),
+        ("{\"pairs\": 4}", "['pairs'] are set otherwise"),
+        ("{\"bogus\": 1}", "bogus"),
+        ("{\"max_calls\": \"x\"}", "perf.max_calls"),
+    ] {
+        let e = v["refused"][text]
+            .as_str()
+            .unwrap_or_else(|| panic!("{text} was taken: {v}"));
+        assert!(
+            e.starts_with("ARENA_PERF: ") && e.contains(why),
+            "{text}: {e}"
+        );
+    }
+}

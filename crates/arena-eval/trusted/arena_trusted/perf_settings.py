@@ -8,6 +8,7 @@ that lacks a field, names one not here, or gives one of the wrong type is refuse
 typo would otherwise leave a default in force without a word. The defaults serve scripts that
 write their own jobs (ci/gpu, ci/bench), through `PerfSettings(...).as_job()`."""
 import dataclasses
+import json
 
 
 @dataclasses.dataclass(frozen=True)
@@ -62,3 +63,23 @@ class PerfSettings:
     def as_job(self):
         """The settings as job.json's `perf` (every field)."""
         return dataclasses.asdict(self)
+
+    @classmethod
+    def overridden(cls, fields, extra_json, source):
+        """For scripts: the defaults with `fields` (what the script sets itself), and over
+        them the fields of `extra_json`, a JSON object from `source` (a variable's name, to
+        try a setting); ValueError naming `source` and what is wrong with it (not an object, a
+        field the script sets, a field PerfSettings lacks or of the wrong type)."""
+        try:
+            extra = json.loads(extra_json or "{}")
+        except ValueError as e:
+            raise ValueError(f"{source}: not JSON ({e})") from None
+        if not isinstance(extra, dict):
+            raise ValueError(f"{source}: a JSON object of PerfSettings fields")
+        twice = sorted(set(extra) & set(fields))
+        if twice:
+            raise ValueError(f"{source}: {twice} are set otherwise, not here")
+        try:
+            return cls.of(dict(cls().as_job(), **fields, **extra))
+        except ValueError as e:
+            raise ValueError(f"{source}: {e}") from None
