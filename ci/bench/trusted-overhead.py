@@ -49,14 +49,15 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-EVALUATOR = os.path.join(
-    os.path.abspath(os.environ.get("ARENA_BENCH_EVALUATOR") or os.path.join(ROOT, "crates/arena-eval/trusted/arena_trusted")),
-    "evaluate.py")
+OURS = os.path.join(ROOT, "crates/arena-eval/trusted/arena_trusted")
+EVALUATOR = os.path.join(os.path.abspath(os.environ.get("ARENA_BENCH_EVALUATOR") or OURS), "evaluate.py")
 if not os.path.isfile(EVALUATOR):
     sys.exit(f"ARENA_BENCH_EVALUATOR: no evaluate.py in {os.path.dirname(EVALUATOR)}")
 # job.json's `perf` with every field (the evaluator refuses one that lacks any): the
-# evaluator's own type, its defaults the runner's (arena_trusted/perf_settings.py).
-sys.path.insert(0, os.path.dirname(EVALUATOR))
+# evaluator's own type, its defaults the runner's (arena_trusted/perf_settings.py), read from
+# this tree's evaluator also where ARENA_BENCH_EVALUATOR runs another (whose fields must be
+# the same: it refuses a job that names others).
+sys.path.insert(0, OURS)
 from perf_settings import PerfSettings  # noqa: E402
 sys.path.pop(0)
 INLINE = os.path.join(ROOT, "ci/bench/inline-evaluator.py")
