@@ -12,14 +12,14 @@ use crate::cross_check::{FLOOR_MS, FLOOR_SHARE};
 
 /// The record's file in an evaluator's report directory.
 pub const FILE: &str = "evaluator.json";
+/// Read at most this much of it (the evaluator's traceback tails are 4 000 characters).
+pub const CAP: u64 = 1 << 20;
+
 /// The parts of a trusted performance gate (`performance_parts_s`), in the order they come:
 /// the evaluator's `perf_parts.PARTS`, the same list (tests/perf_parts.rs holds them equal).
 pub const PERFORMANCE_PARTS: [&str; 9] = [
     "sessions", "sizing", "warmup", "inputs", "capture", "write", "window", "check", "other",
 ];
-
-/// Read at most this much of it (the evaluator's traceback tails are 4 000 characters).
-pub const CAP: u64 = 1 << 20;
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct EvaluatorRecord {

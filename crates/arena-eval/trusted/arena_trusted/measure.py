@@ -157,6 +157,8 @@ class Session:
         request is sent (no kernel process may have work on it then), and the window ends
         when the evaluator has read a secret sample of the outputs itself (samples.py). The
         window, in order: timing.py. Which outputs are checked: checked()."""
+        # A timed batch's parts are named (perf_parts.py); the cache is flushed before every
+        # batch of the performance gate, its warm-ups too (write_inputs' `timed`).
         timed = purpose == "performance"
         part = self.parts.timed
         with part("inputs", timed):
