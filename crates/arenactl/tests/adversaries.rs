@@ -128,7 +128,7 @@ fn patched_clocks_and_tampered_harnesses_change_nothing() {
     assert_eq!(selfrep["trust"], "self_reported_cross_checked");
 
     let out = tmp.join("rewrite");
-    let (_, rs) = d.run_on(
+    let rs = d.run_judged(
         &agent("harness_rewrite"),
         &[PREFIX_SUM, SUM_SQUARES],
         &out,
@@ -137,7 +137,8 @@ fn patched_clocks_and_tampered_harnesses_change_nothing() {
     for task in [PREFIX_SUM, SUM_SQUARES] {
         let r = result_of(&rs, task);
         // The self-timed harness is now paired with the original in one session (before,
-        // timed in separate containers, CI twice measured this untouched kernel at 0.54–0.59).
+        // timed in separate containers, CI twice measured this untouched kernel at 0.54–0.59),
+        // over 6 rounds (at 2, CI once read it at 1.31: JUDGED_TIMING).
         untouched_speed(r);
         let logs = phase_logs(&out, task, "candidate");
         assert!(!logs.contains("ALLOWED"), "{task}: {logs}");
@@ -167,7 +168,7 @@ fn a_kernel_cannot_reach_the_original_it_is_paired_with() {
     let d = Daemon::start();
     let tmp = d.dir.path();
     let out = tmp.join("saboteur");
-    let (_, rs) = d.run_on(&agent("saboteur"), &[PREFIX_SUM, SUM_SQUARES], &out, &[]);
+    let rs = d.run_judged(&agent("saboteur"), &[PREFIX_SUM, SUM_SQUARES], &out, &[]);
     for task in [PREFIX_SUM, SUM_SQUARES] {
         // The burners slow only the kernel that starts them: never faster than untouched.
         let r = result_of(&rs, task);
@@ -200,7 +201,7 @@ fn a_kernel_cannot_reach_the_original_it_is_paired_with() {
     assert!(!logs.contains("LEFTOVER FOUND"), "{logs}");
     assert_eq!(
         logs.matches("DENIED /scratch/60001/planted").count(),
-        2 + CHEAP_PERF_PAIRS,
+        2 + arena_eval::paired::DEFAULT_PAIRS as usize,
         "{logs}"
     );
     unchanged(&before);
@@ -315,7 +316,7 @@ fn writes_stop_at_each_file_system_and_syscalls_are_filtered() {
     let d = Daemon::start();
     let tmp = d.dir.path();
     let out = tmp.join("fill");
-    let (_, rs) = d.run_on(
+    let rs = d.run_judged(
         &agent("disk_fill"),
         &[PREFIX_SUM, SUM_SQUARES],
         &out,
