@@ -7,11 +7,15 @@
 # six calls on the host, with the same Debian Python the image holds, each evaluation in a
 # fresh copy of the task. Alternating rounds; prints each round, the medians and the ratio,
 # and where arena's time goes (the task run's breakdown). Needs root, containerd and runc.
+# ARENA_BENCH_PERF_PAIRS=N (default 0) runs arena's side with --perf-pairs N instead: the
+# paired rounds a run makes by default (6) time both kernels N times each, which the direct
+# side does once; the summary then says how many performance runs each side made.
 # usage: ci/bench/run-overhead.sh [ROUNDS] [TASK]   (TASK: a task of lockfiles/cpu.lock)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 rounds=${1:-5}
 task=${2:-python2python/arena/sum_squares}
+pairs=${ARENA_BENCH_PERF_PAIRS:-0}
 cd "$root"
 if ! /usr/bin/python3 -c 'import yaml' 2>/dev/null; then
   echo "needs Debian's python3-yaml (/usr/bin/python3 reads the task's config.yaml)" >&2; exit 1
@@ -53,7 +57,7 @@ direct() {
 }
 run() {
   $arenactl run --image-lock lockfiles/cpu.lock --agent ci/agents/noop.toml --tasks "$task" \
-    --perf-pairs 0 --gpus cpu:1 --containerd "$sock" --out "$work/run-$1" --json
+    --perf-pairs "$pairs" --gpus cpu:1 --containerd "$sock" --out "$work/run-$1" --json
 }
 t direct "$work/warm" >/dev/null && t run warm >/dev/null   # warm-up: image import, page cache, bytecode
 printf '%-6s %10s %10s %10s\n' round direct arena "task run"
@@ -78,6 +82,11 @@ keys = ["image_s", "containers_s", "agent_s", "compile_s", "correctness_s", "per
         "evaluator_setup_s", "other_s"]
 bd = [json.load(open(glob.glob(r[3] + "/**/result.json", recursive=True)[0]))["timings"]["breakdown"]
       for r in rows]
+runs = [len([c for c in json.load(open(glob.glob(r[3] + "/**/result.json", recursive=True)[0]))
+            ["evaluators"][e]["commands"] if c["step"].startswith(("perf", "performance"))])
+        for r in rows[:1] for e in ("baseline", "candidate")]
+print(f"performance runs of the harness: arena {sum(runs)} (baseline {runs[0]}, candidate "
+      f"{runs[1]}), direct 2")
 print("task run breakdown, medians (s): " +
       ", ".join(f"{k[:-2]} {med(b.get(k, 0.0) for b in bd):.2f}" for k in keys) +
       f"; arena's share {med(b['arena_share'] for b in bd):.1%}")
