@@ -80,11 +80,10 @@ print(f"arenactl run / direct: {med(a) / med(d):.2f}x   task run / direct: {med(
       "   (issue 18's goal <= 1.1)")
 keys = ["image_s", "containers_s", "agent_s", "compile_s", "correctness_s", "performance_s",
         "evaluator_setup_s", "other_s"]
-bd = [json.load(open(glob.glob(r[3] + "/**/result.json", recursive=True)[0]))["timings"]["breakdown"]
-      for r in rows]
-runs = [len([c for c in json.load(open(glob.glob(r[3] + "/**/result.json", recursive=True)[0]))
-            ["evaluators"][e]["commands"] if c["step"].startswith(("perf", "performance"))])
-        for r in rows[:1] for e in ("baseline", "candidate")]
+results = [json.load(open(glob.glob(r[3] + "/**/result.json", recursive=True)[0])) for r in rows]
+bd = [res["timings"]["breakdown"] for res in results]
+runs = [len([c for c in results[0]["evaluators"][e]["commands"]
+             if c["step"].startswith(("perf", "performance"))]) for e in ("baseline", "candidate")]
 print(f"performance runs of the harness: arena {sum(runs)} (baseline {runs[0]}, candidate "
       f"{runs[1]}), direct 2")
 print("task run breakdown, medians (s): " +

@@ -138,7 +138,7 @@ fn patched_clocks_and_tampered_harnesses_change_nothing() {
         let r = result_of(&rs, task);
         // The self-timed harness is now paired with the original in one session (before,
         // timed in separate containers, CI twice measured this untouched kernel at 0.54–0.59),
-        // over 6 rounds (at 2, CI once read it at 1.31: JUDGED_TIMING).
+        // over 6 rounds (at 2, CI once read it at 1.31: Daemon::run_judged).
         untouched_speed(r);
         let logs = phase_logs(&out, task, "candidate");
         assert!(!logs.contains("ALLOWED"), "{task}: {logs}");

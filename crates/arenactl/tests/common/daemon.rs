@@ -89,13 +89,6 @@ pub const CHEAP_TIMING: [&str; 6] = [
     "--checked-calls",
     "0",
 ];
-/// [`CHEAP_TIMING`] with a self-reported harness run the default 6 rounds: for the tests that
-/// judge an untouched self-timed kernel's speedup against a bar. Two rounds are too few for that
-/// on a 2-core machine, where one performance run of a pure-Python kernel reads up to 1.6×
-/// another as a whole (the median of its 10 timed calls at 84 ms against 54 ms, on the host
-/// alone): CI once read an untouched sum_squares at 1.31 so (docs/measurements.md, stop 63).
-/// The median of 6 rounds needs most of one kernel's runs slow and most of the other's fast.
-pub const JUDGED_TIMING: [&str; 4] = ["--trusted-pairs", "3", "--checked-calls", "0"];
 /// [`CHEAP_TIMING`]'s numbers, for the tests that count what they give.
 pub const CHEAP_TRUSTED_PAIRS: usize = 3;
 pub const CHEAP_PERF_PAIRS: usize = 2;
@@ -142,20 +135,6 @@ impl Daemon {
         let mut a = self.run_args_timed(agent, out);
         a.extend(CHEAP_TIMING.map(String::from));
         a
-    }
-
-    /// [`Daemon::run_on`] timed by [`JUDGED_TIMING`]: for runs whose self-reported speedups a
-    /// test holds to a bar.
-    pub fn run_judged(
-        &self,
-        agent: &str,
-        tasks: &[&str],
-        out: &Path,
-        extra: &[&str],
-    ) -> Vec<Value> {
-        let mut args = self.run_args_timed(agent, out);
-        args.extend(JUDGED_TIMING.map(String::from));
-        run_tasks(args, tasks, out, extra).1
     }
 
     /// `arenactl run` on every CPU task, timed as a run is by default (for the tests of what
@@ -294,6 +273,31 @@ impl Daemon {
     ) -> (Value, Vec<Value>) {
         let args = self.run_args_all(agent, out);
         run_tasks(args, tasks, out, extra)
+    }
+
+    /// [`Daemon::run_on`] with [`CHEAP_TIMING`] but for `--perf-pairs`: a self-reported harness
+    /// runs the default 6 rounds. For the tests that judge an untouched self-timed kernel's
+    /// speedup against a bar. Two rounds are too few for that on a 2-core machine, where one
+    /// performance run of a pure-Python kernel reads up to 1.6× another as a whole (the median
+    /// of its 10 timed calls at 84 ms against 54 ms, on the host alone): CI once read an
+    /// untouched sum_squares at 1.31 so (docs/measurements.md, stop 63). The median of 6
+    /// rounds needs most of one kernel's runs slow and most of the other's fast.
+    pub fn run_judged(
+        &self,
+        agent: &str,
+        tasks: &[&str],
+        out: &Path,
+        extra: &[&str],
+    ) -> Vec<Value> {
+        let mut args = self.run_args_timed(agent, out);
+        args.extend(
+            CHEAP_TIMING
+                .chunks(2)
+                .filter(|flag| flag[0] != "--perf-pairs")
+                .flatten()
+                .map(|s| s.to_string()),
+        );
+        run_tasks(args, tasks, out, extra).1
     }
 }
 
