@@ -346,6 +346,7 @@ def main():
                 s["device_watch"] = rec.get("device_watch")
                 s["outputs_named"] = rec.get("outputs_named")
                 s["memory_held"] = rec.get("memory_held")
+                s["call_order"] = rec.get("call_order")
             except (OSError, ValueError):
                 pass
             if attack == "untouched":
@@ -362,6 +363,16 @@ def main():
                 print("    ", line[:200], flush=True)
             if s.get("memory_held"):
                 print("     memory held (GiB):", {r: round(b / 2**30, 2) for r, b in s["memory_held"].items()}, flush=True)
+            for c in s.get("cases") or []:
+                us = lambda ms: f"{1000 * ms:.2f}" if isinstance(ms, (int, float)) and ms > 0 else "-"
+                print(f"     {c['id']}: base {us(c.get('base_ms'))} us, cand {us(c.get('cand_ms'))} us a call, calls {json.dumps(c.get('calls'))}, "
+                      f"timing {json.dumps(c.get('timing'))}" + (f", graph_error {json.dumps(c.get('graph_error'))[:200]}" if c.get("graph_error") else ""), flush=True)
+            if s.get("call_order"):
+                print("     call order:", json.dumps(s["call_order"]), flush=True)
+            if s["verdict"] in ("error", "control") or s.get("timed_out"):
+                tail = [line for line in s["stderr_tail"].splitlines() if line.strip()][-6:]
+                for line in tail:
+                    print("     stderr:", line[:220], flush=True)
             if s.get("outputs_named"):
                 print("     outputs named:", json.dumps(s["outputs_named"]), flush=True)
             with open(path, "w") as f:

@@ -6,7 +6,8 @@ deferred work, a reference swap) — and what it measured. Prints one line per (
 candidate) and writes OUT/trusted-check.json.
 
 usage: python3 ci/gpu/trusted-check.py OUT_DIR [PAIRS] [TASK/VARIANT,...]
-ARENA_GRAPHS=0 times eagerly (no CUDA graphs); ARENA_REPS=N runs each (task, candidate) N
+ARENA_GRAPHS=0 times eagerly (no CUDA graphs); ARENA_EVALUATOR_DIR=DIR runs another copy of
+the evaluator's files; ARENA_REPS=N runs each (task, candidate) N
 times (run-to-run spread); ARENA_GPU_SESSIONS=N spreads the pairs over N sessions of fresh
 kernel processes (5, the runner's default; 1: one session). ARENA_CHECKED_CALLS=N checks a
 secret sample of N outputs per timed batch (PerfSettings.checked_calls, 64 by default; 0: every
@@ -30,7 +31,9 @@ import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-EVALUATOR = os.path.join(ROOT, "crates/arena-eval/trusted/arena_trusted/evaluate.py")
+# ARENA_EVALUATOR_DIR: another copy of the evaluator's files (an earlier commit's, from
+# `git archive`), so that a change's before and after are measured in one call.
+EVALUATOR = os.path.join(os.environ.get("ARENA_EVALUATOR_DIR") or os.path.join(ROOT, "crates/arena-eval/trusted/arena_trusted"), "evaluate.py")
 # job.json's `perf` with every field (the evaluator refuses one that lacks any): the
 # evaluator's own type, its defaults the runner's (arena_trusted/perf_settings.py).
 sys.path.insert(0, os.path.dirname(EVALUATOR))

@@ -113,6 +113,8 @@ files!(
     "mappings.py",
     "measure.py",
     "memory_blame.py",
+    "order.py",
+    "order_check.py",
     "perf_parts.py",
     "perf_settings.py",
     "record.py",
@@ -352,6 +354,8 @@ mod defence_tests;
 mod gpu_outputs_tests;
 #[cfg(test)]
 mod memory_tests;
+#[cfg(test)]
+mod order_tests;
 #[cfg(test)]
 mod sampled_check_tests;
 #[cfg(test)]

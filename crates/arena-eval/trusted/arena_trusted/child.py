@@ -73,7 +73,10 @@ class Child:
         self.shm = None
         self.gpu = None
         self.held = []
-        self.graph = None
+        self.graph = None  # order.Chain of the captured batch
+        self.spans = []  # each captured call's outputs, (address, bytes) (gpu_child.spans)
+        # Output arguments' indices (OUTPUT_ARGS), for the stamps' words.
+        self.out_args = []
         # The kernel writes its output into arguments the evaluator reads back itself
         # (OUTPUT_ARGS): what a call returns is not described.
         self.in_place = False
@@ -90,6 +93,7 @@ class Child:
         compiled = msg.get("compiled")
         key = (msg["source"], msg["entry"], msg.get("device"), repr(compiled), msg.get("kernel_part"), msg.get("launch"))
         self.in_place = bool(msg.get("in_place"))
+        self.out_args = [int(i) for i in msg.get("output_args") or []]
         # A kernel that writes into arguments and returns an output too (`returns`): both read.
         self.returns = bool(msg.get("returns"))
         if self.fn is not None and getattr(self, "loaded", None) == key:
@@ -127,15 +131,26 @@ class Child:
         """Runs every call of the batch; the reply is sent after the last one is done."""
         self.held = []
         outputs = []
+        stamps = {}
+        logged = []
         if self.gpu is not None:
             self.gpu.begin()
-        for call in msg["calls"]:
+            stamps = {int(k): us for k, us in msg.get("stamps") or []}
+        for idx, call in enumerate(msg["calls"]):
             if "slot" in call:
                 args = self.gpu.args(call["slot"])
             else:
                 off, n = call["in"]
                 args = self.wire.decode_all(self.shm[off:off + n])
             result = self.fn(*args)
+            if self.gpu is not None:
+                # After a few secret calls, words of the call's outputs, read at once: the read
+                # waits for the work queued on the stream the calls run on, not for work left
+                # on a side stream, and a call whose work goes on after it returned (beside
+                # the next calls) is seen (order_check.py).
+                if idx in stamps:
+                    row = self.gpu.spans(call["slot"], result, self.out_args, self.returns)
+                    logged.append([idx, self.gpu.read_words(row, stamps[idx])])
             if self.in_place and not self.returns:
                 result = None
             if self.gpu is not None:
@@ -150,45 +165,77 @@ class Child:
         if self.gpu is not None:
             self.gpu.synchronize()
             outputs = [self.gpu.describe(r) for r in self.held]
+            if stamps:
+                return {"outputs": outputs, "stamps": logged}
         return {"outputs": outputs}
 
     def capture(self, msg):
-        """Captures the batch's calls as one CUDA graph over their slots (whose inputs are
-        not written yet) and launches it once, so that its first launch is not timed. A
-        kernel that cannot be captured (it synchronizes, reads a value back, ...) says why,
-        and is timed eagerly."""
-        import torch
+        """Captures each of the batch's calls as a CUDA graph of its own over its slot (whose
+        inputs are not written yet), in a chain arena builds once it knows where its stamps go
+        (`order`; order.py says why). A kernel that cannot be captured (it synchronizes,
+        reads a value back, ...) says why, and is timed eagerly."""
+        import order
 
-        self.held, self.graph = [], None
+        self._drop_chain()
         self.gpu.begin()
-        graph = torch.cuda.CUDAGraph()
-        outs = []
         try:
-            with torch.cuda.graph(graph):
-                for call in msg["calls"]:
-                    result = self.fn(*self.gpu.args(call["slot"]))
-                    outs.append(None if self.in_place and not self.returns else result)
-            graph.replay()
-            self.gpu.synchronize()
-            # Capturing emptied torch's cache: an address may now be other memory than the
-            # one shared. The outputs stay where they are on every replay, so they are
-            # described here, outside the timed request.
+            chain = order.Chain(self.gpu.graphs())
+            self.graph = chain
+            results = chain.capture(self.fn, [self.gpu.args(call["slot"]) for call in msg["calls"]])
+            outs = [None if self.in_place and not self.returns else r for r in results]
+            self.spans = [self.gpu.spans(call["slot"], r, self.out_args, self.returns) for call, r in zip(msg["calls"], results)]
+            # Capturing may have mapped other memory where torch's was: an address may now be
+            # other memory than the one shared. The outputs stay where they are on every
+            # launch, so they are described here, outside the timed request.
             self.gpu.forget_shared()
             described = [self.gpu.describe(r) for r in outs]
         except Exception as e:
+            self._drop_chain()
             why = (_error(e).splitlines() or [""])[0]
             return {"captured": False, "why": why, "kind": type(e).__name__}
-        self.graph, self.held = graph, outs
+        self.held = outs
         return {"captured": True, "outputs": described}
 
-    def replay(self, msg):
-        """Replays the captured batch; the reply (empty: the outputs were described when
-        captured, and stay where they are) is sent once the GPU has finished it."""
+    def order(self, msg):
+        """Builds the captured batch's chain with arena's stamps where the evaluator drew them
+        (each [k, words, log offset]: after call k, the words [call, output, byte offset],
+        call -1 for none) and launches it once, so that its first launch is not timed."""
         if self.graph is None:
             raise RuntimeError("no graph was captured")
-        self.graph.replay()
-        self.gpu.synchronize()
+        log = self.gpu.log[0]
+        stamps = []
+        for k, words, off in msg["stamps"]:
+            addrs = []
+            for i, (call, j, byte) in enumerate(words):
+                if call < 0:
+                    addrs.append(log + off + 4 * i)
+                else:
+                    base, n = self.spans[call][j]
+                    if not -4 < byte < n:
+                        raise ValueError("a stamp's word lies outside its output")
+                    addrs.append(base + byte)
+            stamps.append((k, addrs, off))
+        try:
+            self.graph.build(log, stamps, bool(msg.get("flat", True)))
+            self.graph.launch()
+        except Exception as e:
+            self._drop_chain()
+            why = (_error(e).splitlines() or [""])[0]
+            return {"ordered": False, "why": why, "kind": type(e).__name__}
+        return {"ordered": True}
+
+    def replay(self, msg):
+        """Launches the captured batch; the reply (empty: the outputs were described when
+        captured, and stay where they are) is sent once the GPU has finished it."""
+        if self.graph is None or self.graph.exe is None:
+            raise RuntimeError("no graph was captured")
+        self.graph.launch()
         return {}
+
+    def _drop_chain(self):
+        if self.graph is not None:
+            self.graph.close()
+        self.held, self.graph, self.spans = [], None, []
 
     def handle(self, msg):
         """One request's reply. The kernel's failure is reported in it, never fatal here."""
@@ -205,6 +252,8 @@ class Child:
                 reply = self.run(msg)
             elif op == "capture":
                 reply = self.capture(msg)
+            elif op == "order":
+                reply = self.order(msg)
             elif op == "replay":
                 reply = self.replay(msg)
             elif op == "release":
@@ -212,7 +261,7 @@ class Child:
                     # The graph's memory goes back to torch, or the evaluator no longer maps
                     # what was sent: the next output is shared anew.
                     self.gpu.forget_shared()
-                self.held, self.graph = [], None
+                self._drop_chain()
                 if msg.get("empty_cache") and self.gpu is not None:
                     # A large case: the outputs' memory goes back to the device, for the
                     # other kernel's pool and outputs (gpu.py, GpuData._make_room).
@@ -221,7 +270,7 @@ class Child:
                     torch.cuda.empty_cache()
                 reply = {}
             elif op == "gpu_drop" and self.gpu is not None:
-                self.held, self.graph = [], None
+                self._drop_chain()
                 reply = self.gpu.drop()
             else:
                 reply = {"error": f"unknown op {op}"}

@@ -385,6 +385,11 @@ def run_gates(job, harness, data, configs, hidden, roles, out, gates, record, zy
             record["device_watch"] = dict(watched)
         if getattr(data, "named", None):
             record["outputs_named"] = data.named
+        order = getattr(data, "order", None)
+        if order is not None and order.seen["batches"]:
+            # Whether graph-timed batches' calls ran one after another (order_check.py):
+            # batches stamped, stamps, words read and words that told something.
+            record["call_order"] = dict(order.seen)
         # Every kernel is closed whatever the alarm does meanwhile (closing is bounded): the
         # deadline is held until they are, and raised then.
         held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM})

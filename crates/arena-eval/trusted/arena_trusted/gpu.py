@@ -23,6 +23,7 @@ from gpu_errors import DeviceBusy
 from gpu_guard import Guard
 from gpu_child import ChildSide  # noqa: F401  (attacks and tools name it here)
 from mappings import Mappings
+from order_check import LOG_BYTES, OrderCheck
 from samples import Samples
 from timing import L2Flush
 from tensors import DTYPES, _name, _plain, dense, is_dense, layout_span, span_bytes, tensor_at  # noqa: F401  (tools name them here)
@@ -65,6 +66,8 @@ class GpuData:
             resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
         self.guard = Guard(self.cu, perf.watch_gap_us)
         self.samples = Samples(self, perf.output_samples)
+        # Whether a timed batch's calls ran one after another (order_check.py).
+        self.order = OrderCheck(self)
         # A watched stretch with a gap between two timer reads longer than this, or that
         # stopped later than `late_stop_us`, was shared with another context's work. Measured
         # on an H100 (docs/measurements.md, "The device watch"): gaps of an idle device and of
@@ -176,18 +179,24 @@ class GpuData:
                     f"with {free / 2**30:.2f} GiB of the device's {total / 2**30:.2f} GiB free"
                 ) from None
             raise
-        st = {"pools": pools, "sizes": sizes, "key": key, "slots": slots, "slot_bytes": slot_bytes, "per_chunk": per_chunk, "layout": layout, "next": 0, "kernel": kernel}
+        try:
+            # The log arena's stamps write into (order.py): the evaluator's memory, read by it.
+            log, _ = self.cu.alloc_shared(LOG_BYTES)
+        except BaseException:
+            self._free(pools)
+            raise
+        st = {"pools": pools, "sizes": sizes, "key": key, "slots": slots, "slot_bytes": slot_bytes, "per_chunk": per_chunk, "layout": layout, "next": 0, "kernel": kernel, "log": log}
         self.state[kernel.role] = st
         # Each pool goes to this kernel's process alone, by descriptor: no other process can
-        # name it (driver.py).
-        fds = [self.cu.export_at(p) for p in pools]
+        # name it (driver.py); the log last.
+        fds = [self.cu.export_at(p) for p in pools] + [self.cu.export_at(log)]
         try:
             kernel.give(fds)
         finally:
             for fd in fds:
                 os.close(fd)
         kernel.request(
-            {"op": "gpu_setup", "pools": sizes, "slots": slots, "slot_bytes": slot_bytes, "per_chunk": per_chunk, "layout": layout},
+            {"op": "gpu_setup", "pools": sizes, "log": LOG_BYTES, "slots": slots, "slot_bytes": slot_bytes, "per_chunk": per_chunk, "layout": layout},
             timeout,
         )
         return st
@@ -219,7 +228,7 @@ class GpuData:
             kernel.request({"op": "gpu_drop"}, timeout)
         except KernelFailed:
             pass
-        self._free(st["pools"])
+        self._free(st["pools"] + [st["log"]])
 
     def dropped_inputs(self, kernel):
         """The evaluator no longer holds its own copies of a batch's inputs (they are in the
@@ -239,7 +248,7 @@ class GpuData:
         never leaves freed memory named), and torch's cached blocks."""
         st = self.state.pop(kernel.role, None)
         if st:
-            self._free(st["pools"])
+            self._free(st["pools"] + [st["log"]])
         torch.cuda.empty_cache()
 
     def end_session(self):
@@ -247,7 +256,7 @@ class GpuData:
         warm evaluator's next evaluation, or the next session, gets new ones): their input
         pools and the mappings of their outputs go too, so the next starts as the first did."""
         for st in self.state.values():
-            self._free(st["pools"])
+            self._free(st["pools"] + [st["log"]])
         self.state = {}
         self.maps.close_all()
         torch.cuda.empty_cache()
@@ -326,6 +335,9 @@ class GpuData:
 
     def plan(self, kernel, calls, described, rng, output_args, returns=False):
         return self.samples.plan(kernel, calls, described, rng, output_args, returns)
+
+    def order_plan(self, kernel, calls, described, rng, output_args, returns=False):
+        return self.order.plan(kernel, calls, described, rng, output_args, returns)
 
     def probe(self, kernel, plan, reply):
         self.samples.probe(kernel, plan, reply)

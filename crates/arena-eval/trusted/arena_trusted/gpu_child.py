@@ -20,20 +20,25 @@ class ChildSide:
         self.sock = sock
         self.slots = {}
         self.pools = []  # (pointer, size) of each input pool, mapped from the evaluator's
+        self.log = None  # (pointer, size) of the evaluator's log for arena's stamps (order.py)
+        self._graphs = None  # order.GraphDriver, made on the first capture
         self.exports = Exports(self.cu, sock)
 
     def setup(self, msg):
-        """Maps the input pools whose descriptors the evaluator sent just before."""
-        for p, size in self.pools:
-            self.cu.unmap(p, size)
-        self.pools = []
+        """Maps the input pools whose descriptors the evaluator sent just before, and after
+        them the log arena's stamps write into (order.py)."""
+        self._unmap()
         sizes = [int(x) for x in msg["pools"]]
-        _, fds, _, _ = socket.recv_fds(self.sock, 16, len(sizes))
+        log = int(msg.get("log", 0))
+        want = len(sizes) + (1 if log else 0)
+        _, fds, _, _ = socket.recv_fds(self.sock, 16, want)
         try:
-            if len(fds) != len(sizes):
-                raise RuntimeError(f"{len(fds)} pool descriptors for {len(sizes)} pools")
+            if len(fds) != want:
+                raise RuntimeError(f"{len(fds)} pool descriptors for {want} pools")
             for fd, size in zip(fds, sizes):
                 self.pools.append(self.cu.import_fds([(fd, size)]))
+            if log:
+                self.log = self.cu.import_fds([(fds[-1], log)])
         finally:
             for fd in fds:
                 os.close(fd)
@@ -57,18 +62,62 @@ class ChildSide:
             )
         return self.slots[slot]
 
+    def _unmap(self):
+        for p, size in self.pools + ([self.log] if self.log else []):
+            self.cu.unmap(p, size)
+        self.pools, self.log = [], None
+
     def drop(self):
         """Unmaps the input pools (the evaluator frees them: a large case keeps one kernel's
         pool on the device at a time) and gives torch's cached blocks back."""
-        for p, size in self.pools:
-            self.cu.unmap(p, size)
-        self.pools, self.slots, self.count = [], {}, 0
+        self._unmap()
+        self.slots, self.count = {}, 0
         self.exports.forget()
         torch.cuda.empty_cache()
         return {}
 
     def synchronize(self):
         torch.cuda.synchronize()
+
+    def graphs(self):
+        """The driver's graph calls and arena's stream and stamp kernel (order.py)."""
+        if self._graphs is None:
+            import order
+
+            self._graphs = order.GraphDriver(self.cu)
+        return self._graphs
+
+    def read_words(self, row, fractions):
+        """[output index, byte offset, value] of the word at each fraction of a call's output
+        bytes (`row`, as `spans` gives it; order.word_at), read from the device now; None for a
+        call without output bytes."""
+        import ctypes
+
+        from order import word_at
+
+        out = []
+        word = ctypes.c_uint32()
+        for u in fractions:
+            at = word_at(row, u)
+            if at is None:
+                out.append(None)
+                continue
+            j, off = at
+            self.cu.check(self.cu.lib.cuMemcpyDtoH_v2(ctypes.byref(word), ctypes.c_uint64(row[j][0] + off), 4), "cuMemcpyDtoH")
+            out.append([j, off, int(word.value)])
+        return out
+
+    def spans(self, slot, result, output_args, returns):
+        """(address, bytes) of each output of a call, in the order order_check.py lists them:
+        the output arguments in its slot first, then the tensors it returned."""
+        row = []
+        if output_args:
+            args = self.args(slot)
+            row += [(args[i].data_ptr(), span_bytes(args[i])) for i in output_args]
+        if not output_args or returns:
+            outs = result if isinstance(result, (tuple, list)) else [result]
+            row += [(t.data_ptr(), span_bytes(t)) for t in outs if isinstance(t, torch.Tensor)]
+        return row
 
     def begin(self):
         self.exports.begin()

@@ -14,3 +14,8 @@ class DeferredWork(Exception):
 class DeviceBusy(Exception):
     """The device ran work that was not the evaluator's while every kernel process was
     stopped."""
+
+
+class CallsOverlapped(Exception):
+    """A timed batch's calls did not run one after another: a call's output was unwritten
+    after its turn, or a later call's written before (order_check.py)."""

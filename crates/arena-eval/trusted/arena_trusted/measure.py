@@ -179,10 +179,31 @@ class Session:
             request = {"op": "replay"}  # small both ways: the timed window holds the replay
         else:
             request = {"op": "run", "calls": calls}
+        returns = getattr(self.h, "returns", False)
+        order = None
+        eager_stamps = None
+        if not graph and getattr(self.data, "order", None) is not None:
+            # Words of a few secret calls' outputs, read by the kernel process after each
+            # one's call (order_check.py): a call that leaves its work to a later one is seen.
+            eager_stamps = self.data.order.eager_plan(n, self.sample_rng)
+            if eager_stamps:
+                request["stamps"] = eager_stamps
         try:
             with part("write", timed):
-                plan = self.data.plan(kernel, calls, described, self.sample_rng, self.h.output_args, getattr(self.h, "returns", False))
+                plan = self.data.plan(kernel, calls, described, self.sample_rng, self.h.output_args, returns)
+            if graph:
+                # The captured calls chained, with arena's stamps where the secret says
+                # (order_check.py), now that no call of the kernel's runs any more.
+                with part("capture", timed):
+                    order = self.data.order_plan(kernel, calls, described, self.sample_rng, self.h.output_args, returns)
+                    built, _ = kernel.request(order["request"] if order else {"op": "order", "stamps": []}, timeout)
+                if not built.get("ordered"):
+                    why = built.get("kind") if self.hidden else built.get("why")
+                    raise NotCapturable(f"its calls could not be chained: {str(why or 'no reason given')[:400]}")
+            with part("write", timed):
                 cases = self.window.write_inputs(kernel, calls, cases, gate == "performance", lambda k: self.fresh(i, purpose, k in checked))
+                if order is not None:
+                    self.data.order.arm(order)
                 # The inputs are in the calls' slots now: the evaluator's own copies go, so
                 # that an input is held once while the kernel runs and its outputs are checked.
                 cases = [(None, w) for _, w in cases]
@@ -195,8 +216,8 @@ class Session:
             with part("check", timed):
                 if graph:
                     reply = {"outputs": described}
-                outs = self.data.outputs(kernel, calls, reply, self.h.output_args, getattr(self.h, "returns", False), checked)
-        except (KernelFailed, GuardError):
+                outs = self.data.outputs(kernel, calls, reply, self.h.output_args, returns, checked)
+        except (KernelFailed, GuardError, NotCapturable):
             raise
         except Exception as e:  # what the kernel process handed back does not hold up
             raise CheckFailed(f"{self.name(i)}: {type(e).__name__}: {e}" if not self.hidden else f"{self.name(i)}: {type(e).__name__}")
@@ -208,6 +229,10 @@ class Session:
                     self.check(got, want, f"{self.name(i)}, call {k + 1} of {n}")
             try:
                 self.data.confirm(plan)
+                if order is not None:
+                    self.data.order.verify(order)
+                if eager_stamps:
+                    self.data.order.eager_verify(kernel, calls, reply, eager_stamps, self.h.output_args, returns)
             except Exception as e:
                 raise CheckFailed(f"{self.name(i)}: {type(e).__name__}: {e}" if not self.hidden else f"{self.name(i)}: {type(e).__name__}")
             self.data.after(kernel, graph)
@@ -243,6 +268,7 @@ class Session:
             msg["compiled"] = k.compiled
         if self.h.output_args:
             msg["in_place"] = True
+            msg["output_args"] = list(self.h.output_args)
         if getattr(self.h, "returns", False):
             msg["returns"] = True
         if self.h.kernel_part:
