@@ -32,7 +32,7 @@ fn every_shipped_agent_file_loads() {
     // The three trees hold this many today: a directory that moves makes this fail loudly
     // rather than check nothing.
     assert!(files.len() >= 30, "found only {files:?}");
-    // seccomp.toml and zombie.toml mount a probe that crates/arenactl/tests/adversaries.rs
+    // seccomp.toml and zombie.toml mount a probe that crates/arenactl/tests/suite/adversaries.rs
     // builds (ci/fixtures/seccomp-probe.c) before it runs them: absent until then.
     let built_by_tests = repo().join("ci/agents/adversary/probe");
     let failed: Vec<String> = files

@@ -1,0 +1,38 @@
+//! Which tier a test runs in: `ci/test.sh` on every push, or `ci/test-timing.sh` for the
+//! timing's own precision, on an otherwise idle machine (`ARENA_TEST_TIER=timing`).
+//!
+//! A test of what a run does (an attack fails a gate, or gains nothing) holds an untouched or
+//! defended kernel to bars a busy machine cannot fail: an attack that fakes 100×, or the
+//! undefended zombie helper (4.06×), is caught by "below 2" as surely as by "below 1.3". The
+//! timing tier holds the same runs to the tight bars, and takes the rounds they need.
+
+/// Whether this is the timing tier.
+pub fn timing() -> bool {
+    std::env::var("ARENA_TEST_TIER").as_deref() == Ok("timing")
+}
+
+/// The range an untouched, or attacked but defended, kernel's speedup must read in.
+pub fn untouched_range() -> (f64, f64) {
+    if timing() {
+        (0.6, 1.3)
+    } else {
+        (0.0, 2.0)
+    }
+}
+
+/// Whether `speedup` is one an untouched kernel may read (untouched_range).
+pub fn reads_untouched(speedup: f64) -> bool {
+    let (lo, hi) = untouched_range();
+    speedup > lo && speedup < hi
+}
+
+/// How long past its deadline an agent with no client may run before the watchdog in its
+/// container ends it: the watchdog's 4 s and 1 s of polling in the timing tier, twice what is
+/// expected (`timeout_s` + 4 s) beyond the deadline on every push.
+pub fn watchdog_margin_s(timeout_s: u64) -> u64 {
+    if timing() {
+        5
+    } else {
+        timeout_s + 2 * 4
+    }
+}
