@@ -118,6 +118,7 @@ files!(
     "record.py",
     "samples.py",
     "serve.py",
+    "signaller.py",
     "simulated.py",
     "tensors.py",
     "timing.py",

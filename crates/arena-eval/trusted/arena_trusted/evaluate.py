@@ -37,7 +37,11 @@ from perf_settings import PerfSettings  # noqa: E402
 
 
 def main(job_path):
+    import jail  # noqa: E402
     import wire  # noqa: E402
+
+    # Before anything heavy is loaded: each freeze forks it (jail.py, signaller.py).
+    jail.start_signaller()
 
     wire.IMPORT_TORCH = False  # see wire.py: a kernel's tensor never makes this process import
     with open(job_path) as f:

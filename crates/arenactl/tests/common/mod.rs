@@ -8,6 +8,7 @@ use std::sync::OnceLock;
 pub mod cli;
 pub mod daemon;
 pub mod images;
+pub mod served;
 pub mod test_host;
 
 /// Builds `ci/fixtures/<fixture>` into a static program at `out` with gcc (`flags` beside
