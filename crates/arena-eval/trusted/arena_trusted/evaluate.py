@@ -79,7 +79,7 @@ def main(job_path):
             # imports, which run beside them.
             add_phase(record, "setup", time.monotonic() - t)
         except (Exception, Deadline) as e:
-            record_failure(record, e)
+            record_failure(record, e, bool(job.get("hidden")))
             with open(os.path.join(out, "gates"), "w") as gates:
                 gates.write("setup 96\n")
             write_json(out, "evaluator.json", record)
