@@ -43,6 +43,26 @@ pub const CTL: &str = "/arena/ctl";
 /// The warm evaluator's socket, in [`CTL`].
 pub const SOCKET: &str = "evaluator.sock";
 
+/// The only words the evaluator uses of a hidden configuration's failure, after the
+/// configuration's own label (`unseen configuration K (category): KIND`): the kinds of
+/// trusted/arena_trusted/outcomes.py, then admits.py's reasons for crediting no speedup. A
+/// kernel that fails on purpose could otherwise write the hidden configuration into its
+/// error, and from there into every result and report; the runner keeps nothing else.
+pub const HIDDEN_KINDS: &[&str] = &[
+    "wrong_output",
+    "output_not_comparable",
+    "output_unreadable",
+    "kernel_failed",
+    "not_capturable",
+    "deferred_work",
+    "calls_overlapped",
+    "device_busy",
+    "device_memory",
+    "evaluation_failed",
+    "tolerance_admits_zeros",
+    "tolerance_admits_other_inputs",
+];
+
 /// A kernel process: its role and the user it runs as.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Role {
@@ -115,11 +135,13 @@ files!(
     "memory_blame.py",
     "order.py",
     "order_check.py",
+    "outcomes.py",
     "perf_parts.py",
     "perf_settings.py",
     "record.py",
     "samples.py",
     "serve.py",
+    "signaller.py",
     "simulated.py",
     "tensors.py",
     "timing.py",

@@ -86,6 +86,9 @@ pub fn install(
             });
         }
     }
+    // Agent files as a run reads them, before anything is imported: each parses, and what it
+    // mounts came with it.
+    check_agents(s, &m.agents)?;
 
     let mut images = 0;
     let mut new_blobs = 0;
@@ -127,10 +130,6 @@ pub fn install(
             });
         }
     }
-    // Agent files as a run reads them: each parses, and what it mounts came with it.
-    for a in &m.agents {
-        arena_run::Agent::load(&s.join(a))?;
-    }
     let host = host.ok_or_else(|| OfflineError::invalid(MANIFEST, "no host tools image"))?;
     let host_root = s.join("host");
     std::fs::create_dir(&host_root).map_err(|e| OfflineError::io(&host_root, e))?;
@@ -160,6 +159,36 @@ pub fn install(
         files: m.files.len(),
         prefix,
     })
+}
+
+/// Each agent file of the kit (`agents`, kit paths in `staging`) as a run reads it, and every
+/// host path it mounts inside the kit's `share/`, where packing put what it mounts: a mount
+/// anywhere else (the host's files, the kit's hidden sets beside it) would hand an agent what
+/// the kit was never meant to give it.
+fn check_agents(staging: &Path, agents: &[String]) -> Result<()> {
+    if agents.is_empty() {
+        return Ok(());
+    }
+    let share = staging.join("share");
+    let share = share
+        .canonicalize()
+        .map_err(|e| OfflineError::io(&share, e))?;
+    for a in agents {
+        let agent = arena_run::Agent::load(&staging.join(a))?;
+        for (i, mount) in agent.mounts.iter().enumerate() {
+            // Agent::load resolved it, links included.
+            if !mount.host.starts_with(&share) || mount.host == share {
+                return Err(OfflineError::invalid(
+                    a,
+                    format!(
+                        "mount[{i}].host: {} lies outside the kit's share/: an installed agent mounts only what its kit carries",
+                        mount.host.display()
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Checks an installed prefix again: every file the kit brought (its bundles excepted, which
@@ -315,3 +344,6 @@ fn write_env(staging: &Path, prefix: &Path, store: &Path) -> Result<()> {
     let path = staging.join("env.sh");
     std::fs::write(&path, sh).map_err(|e| OfflineError::io(&path, e))
 }
+
+#[cfg(test)]
+mod tests;

@@ -170,9 +170,10 @@ pub struct RunDir {
 }
 
 impl RunDir {
+    /// The run directory at `root`, made where missing without following a link someone else
+    /// could have planted on the way (nofollow.rs); `root` is then the path with no link in it.
     pub fn new(root: &Path) -> Result<RunDir> {
-        std::fs::create_dir_all(root).map_err(|e| RunError::io(root, e))?;
-        let root = root.canonicalize().map_err(|e| RunError::io(root, e))?;
+        let root = nofollow::walk(root, true)?;
         Ok(RunDir { root })
     }
 
@@ -225,6 +226,10 @@ impl RunDir {
                 &p,
                 std::io::Error::new(std::io::ErrorKind::NotFound, "the run directory is gone"),
             ));
+        }
+        // Above the run's root too: a directory there swapped for a link since it was made.
+        if nofollow::walk(&self.root, false)? != self.root {
+            return Err(planted(&self.root, "reached through a symbolic link"));
         }
         for c in dir.strip_prefix(&self.root).unwrap_or(&dir).components() {
             p.push(c);
@@ -380,5 +385,6 @@ impl RunDir {
     }
 }
 
+mod nofollow;
 #[cfg(test)]
 mod tests;

@@ -1,15 +1,22 @@
 //! Paths a client names (run directory, lockfile, agent file, hidden set) are read and written
 //! by the runner, which may be root: a caller must not get through it what it could not do
 //! itself. Admins (and the runner's own process) name any path. A local caller (`uid:N`) may
-//! have the runner write only below a directory it owns, and read only files it owns or that
-//! everyone may read. A token caller may name only paths below the runner's `--client-root`
-//! directories. Links are resolved first, so a link is judged by where it points.
+//! have the runner write only below a directory it owns, and read only what it could read
+//! itself: every directory above searchable by it, the file readable by it (a directory: it
+//! and everything below). A token caller may name only paths below the runner's
+//! `--client-root` directories. Links are resolved first, so a link is judged by where it
+//! points.
 
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use crate::error::{Result, RunnerError};
 use crate::policy::Policy;
+use crate::reach::{User, READ, SEARCH};
+
+/// The most files below a directory a local caller names for reading (a hidden set holds one
+/// per task and its manifest) that are checked one by one; more is refused.
+const READ_TREE_LIMIT: usize = 100_000;
 
 /// What the runner will do with a path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -64,13 +71,33 @@ impl Policy {
             .strip_prefix("uid:")
             .and_then(|u| u.parse::<u32>().ok())
         {
+            let user = User::lookup(uid);
+            // What the caller could not enter, the runner does not enter for it.
+            if let Some(dir) = user
+                .blocked_above(&existing)
+                .map_err(|e| unreadable(&existing, e))?
+            {
+                return refuse(format!(
+                    "{caller} may not enter {} (its mode lets it search no further)",
+                    dir.display()
+                ));
+            }
             let meta = std::fs::metadata(&existing).map_err(|e| unreadable(&existing, e))?;
             return match access {
-                Access::Read if meta.uid() == uid || meta.mode() & 0o004 != 0 => Ok(()),
-                Access::Read => {
-                    refuse(format!("{caller} neither owns it nor may everyone read it"))
+                Access::Read if meta.is_dir() => {
+                    match user
+                        .unreadable_below(&existing, READ_TREE_LIMIT)
+                        .map_err(|e| unreadable(&existing, e))?
+                    {
+                        None => Ok(()),
+                        Some(p) => refuse(format!("{caller} may not read {}", p.display())),
+                    }
                 }
-                Access::Write if meta.uid() == uid && meta.is_dir() => Ok(()),
+                Access::Read if user.may(&meta, READ) => Ok(()),
+                Access::Read => refuse(format!("{caller} may not read it")),
+                Access::Write if meta.uid() == uid && meta.is_dir() && user.may(&meta, SEARCH) => {
+                    Ok(())
+                }
                 Access::Write => refuse(format!(
                     "{} is not a directory {caller} owns",
                     existing.display()
@@ -139,9 +166,16 @@ mod tests {
             .unwrap();
     }
 
+    /// A temporary directory every user may enter (tempfile makes them 0700).
+    fn open_tempdir() -> tempfile::TempDir {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::set_permissions(d.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        d
+    }
+
     #[test]
     fn a_local_caller_writes_only_below_what_it_owns() {
-        let d = tempfile::tempdir().unwrap();
+        let d = open_tempdir();
         let mine = d.path().join("mine");
         std::fs::create_dir(&mine).unwrap();
         std::os::unix::fs::chown(&mine, Some(4242), Some(4242)).unwrap();
@@ -192,7 +226,7 @@ mod tests {
 
     #[test]
     fn a_local_caller_reads_only_what_it_owns_or_everyone_may() {
-        let d = tempfile::tempdir().unwrap();
+        let d = open_tempdir();
         let secret = d.path().join("secret.toml");
         std::fs::write(&secret, "x").unwrap();
         std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o600)).unwrap();
@@ -201,9 +235,56 @@ mod tests {
             .check_paths(Some("uid:4242"), &[("agent", &secret, Access::Read)])
             .unwrap_err()
             .to_string();
-        assert!(e.contains("agent") && e.contains("neither owns it"), "{e}");
+        assert!(
+            e.contains("agent") && e.contains("uid:4242 may not read it"),
+            "{e}"
+        );
         std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o644)).unwrap();
         p.check_paths(Some("uid:4242"), &[("agent", &secret, Access::Read)])
+            .unwrap();
+    }
+
+    /// A hidden set everyone may read, in a directory only its owner may enter: a caller that
+    /// could not reach it itself is refused, naming the directory; its owner is not.
+    #[test]
+    fn a_local_caller_reads_nothing_it_could_not_reach_itself() {
+        let d = open_tempdir();
+        let private = d.path().join("private");
+        let hidden = private.join("hidden");
+        std::fs::create_dir_all(&hidden).unwrap();
+        let manifest = hidden.join("manifest.json");
+        std::fs::write(&manifest, "{}").unwrap();
+        for (p, m) in [(&private, 0o700), (&hidden, 0o755), (&manifest, 0o644)] {
+            std::fs::set_permissions(p, std::fs::Permissions::from_mode(m)).unwrap();
+        }
+        std::os::unix::fs::chown(&private, Some(4343), Some(4343)).unwrap();
+        let p = policy(&[]);
+        for (field, path) in [("hidden_set", &hidden), ("agent", &manifest)] {
+            let e = p
+                .check_paths(Some("uid:4242"), &[(field, path.as_path(), Access::Read)])
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.contains(field)
+                    && e.contains(&format!("uid:4242 may not enter {}", private.display())),
+                "{e}"
+            );
+        }
+        p.check_paths(Some("uid:4343"), &[("hidden_set", &hidden, Access::Read)])
+            .unwrap();
+        // Entered, a file below it that only its owner may read is refused too.
+        std::fs::set_permissions(&private, std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::fs::set_permissions(&manifest, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let e = p
+            .check_paths(Some("uid:4242"), &[("hidden_set", &hidden, Access::Read)])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains(&format!("may not read {}", manifest.display())),
+            "{e}"
+        );
+        std::fs::set_permissions(&manifest, std::fs::Permissions::from_mode(0o644)).unwrap();
+        p.check_paths(Some("uid:4242"), &[("hidden_set", &hidden, Access::Read)])
             .unwrap();
     }
 

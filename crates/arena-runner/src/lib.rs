@@ -15,6 +15,7 @@ pub mod gpus;
 #[cfg(test)]
 mod parse_properties;
 pub mod policy;
+mod reach;
 #[cfg(test)]
 mod request_properties;
 pub mod resources;

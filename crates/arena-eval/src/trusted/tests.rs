@@ -35,6 +35,22 @@ fn every_module_of_the_evaluator_is_installed() {
     assert_eq!(on_disk, listed, "trusted.rs's files! list, against {dir}");
 }
 
+/// The words the runner keeps of a hidden configuration's failure are the evaluator's own
+/// kinds, and the evaluator's kinds are those.
+#[test]
+fn the_hidden_kinds_are_the_evaluators() {
+    let script = r#"
+import json, sys
+sys.path.insert(0, sys.argv[1])
+import admits, outcomes
+print(json.dumps(list(outcomes.KINDS) + list(admits.UNCREDITED)))
+"#;
+    let o = python_on_evaluator(script);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let kinds: Vec<String> = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(kinds, HIDDEN_KINDS);
+}
+
 /// A harness's COMPILED_BASELINE, read by python3 as the evaluator reads it: torch.compile's
 /// keyword arguments as plain data, or refused naming the harness; absent, no baseline.
 /// `script` run by python3 with the evaluator's files installed in the directory its first

@@ -37,7 +37,11 @@ from perf_settings import PerfSettings  # noqa: E402
 
 
 def main(job_path):
+    import jail  # noqa: E402
     import wire  # noqa: E402
+
+    # Before anything heavy is loaded: each freeze forks it (jail.py, signaller.py).
+    jail.start_signaller()
 
     wire.IMPORT_TORCH = False  # see wire.py: a kernel's tensor never makes this process import
     with open(job_path) as f:
@@ -75,7 +79,7 @@ def main(job_path):
             # imports, which run beside them.
             add_phase(record, "setup", time.monotonic() - t)
         except (Exception, Deadline) as e:
-            record_failure(record, e)
+            record_failure(record, e, bool(job.get("hidden")))
             with open(os.path.join(out, "gates"), "w") as gates:
                 gates.write("setup 96\n")
             write_json(out, "evaluator.json", record)

@@ -19,6 +19,7 @@ from deadline import Deadline  # noqa: E402
 from kernel import Kernel, KernelFailed  # noqa: E402
 from measure import Session, out_of_memory  # noqa: E402
 import memory_blame  # noqa: E402
+import outcomes  # noqa: E402
 import simulated  # noqa: E402
 from zygote import Zygote  # noqa: E402
 
@@ -223,10 +224,12 @@ def unseen(s, kernels, out, gates, record):
         why = memory_verdict(e, kernels, s.data, record)
         if why is None:
             raise
+        # The footprints are the kernels' own doing, so they are not kept (outcomes.py).
+        record.pop("memory_held", None)
         judged = kernels[-1].role
         report["compiled"].setdefault(judged, True)
         report["passed"][judged] = [False] * len(s.configs)
-        report["errors"][judged] = {str(i): why for i in range(len(s.configs))}
+        report["errors"][judged] = {str(i): f"{s.name(i)}: device_memory" for i in range(len(s.configs))}
         report["cases"], report["performance_ok"] = [], False
     record["warnings"] = s.warnings
     write_json(out, "unseen_report.json", report)
@@ -405,14 +408,20 @@ def run_gates(job, harness, data, configs, hidden, roles, out, gates, record, zy
             signal.pthread_sigmask(signal.SIG_SETMASK, held)
 
 
-def record_failure(record, e):
+def record_failure(record, e, hidden=False):
     """The evaluator's own failure `e`, in its record. A derived harness (derived.py) that met a
     construct of the task's runner it cannot follow (at load, or on a configuration while the
     gates ran) is said apart: the runner then evaluates the task by its own commands, and
-    says why."""
-    record["error"] = traceback.format_exc()[-4000:]
+    says why. Where the configurations are `hidden`, only the failure's kind is kept: a
+    traceback may quote what a kernel handed back (outcomes.py)."""
     if type(e).__name__ == "NotDerivable":
-        record["not_derivable"] = str(e)[:2000]
+        # Its words may name the configuration (`for (4096, 7)`).
+        record["not_derivable"] = "the task's runner on an unseen configuration" if hidden else str(e)[:2000]
+    if hidden:
+        kind = outcomes.kind_of(e)
+        record["error"] = f"the unseen evaluation failed: {kind if kind == 'kernel_failed' else 'evaluation_failed'}"
+        return
+    record["error"] = traceback.format_exc()[-4000:]
 
 
 def evaluate_into(job, harness, data, configs, hidden, roles, out, record, zygote=None, kept=None):
@@ -427,10 +436,13 @@ def evaluate_into(job, harness, data, configs, hidden, roles, out, record, zygot
         else:
             run_gates(job, harness, data, configs, hidden, roles, out, gates, record, zygote, kept)
     except (KernelFailed, Deadline) as e:
-        record["error"] = str(e)
+        if hidden:
+            record_failure(record, e, hidden)
+        else:
+            record["error"] = str(e)
         gates.write("setup 96\n")
     except Exception as e:
-        record_failure(record, e)
+        record_failure(record, e, hidden)
         gates.write("setup 96\n")
     finally:
         gates.close()

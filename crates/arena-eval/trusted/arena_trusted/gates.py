@@ -324,6 +324,7 @@ def main(job_path):
         job = json.load(f)
     # The container's own limit holds even if nobody outside is left to enforce it.
     install_deadline("the gate runner")
+    jail.start_signaller()
     signal.alarm(int(job.get("deadline_s", 3600)))
     out = job["out"]
     record = {"mode": "self_reported", "commands": [], "reports": {}}

@@ -7,6 +7,7 @@ import random
 import statistics
 
 import admits
+import outcomes
 import perf_parts
 import record
 import timing
@@ -16,7 +17,11 @@ from kernel import KernelFailed
 
 
 class CheckFailed(Exception):
-    """A kernel's output was wrong."""
+    """A kernel's output was wrong; `kind` says how (outcomes.py)."""
+
+    def __init__(self, message, kind="wrong_output"):
+        super().__init__(message)
+        self.kind = kind
 
 
 class NotCapturable(Exception):
@@ -69,6 +74,13 @@ class Session:
         if self.hidden:
             return f"unseen configuration {i} ({self.configs[i][1]})"
         return f"shape {self.configs[i][0]!r}"
+
+    def failed(self, i, e):
+        """Why configuration `i` failed with `e`, as reports may say it: the kernel's and the
+        check's words where it is visible, only a kind (outcomes.py) where it is hidden."""
+        if self.hidden:
+            return f"{self.name(i)}: {outcomes.kind_of(e)}"
+        return str(e)
 
     def fresh(self, i, purpose, reference=True):
         """Arguments never used before, from the secret seed, and the reference output (None
@@ -129,21 +141,23 @@ class Session:
         return k if k > 0 and self.data.checks_a_sample else 0
 
     def check(self, got, want, where):
+        """Raises CheckFailed where `got` is not `want` by the harness's check. `where` names
+        the call; a hidden configuration's failure says only its kind."""
         try:
             self.h.check(got, want)
         except AssertionError as e:
-            raise CheckFailed(f"{where}: {e}" if not self.hidden else f"{where}: wrong output")
+            raise CheckFailed(f"{where}: {e}" if not self.hidden else f"{where}: wrong_output")
         except Exception as e:
             if out_of_memory(e):
                 # The check's own memory ran out (before, a 6 GiB ReLU failed correctness
                 # so): that says nothing of the output, so it is the evaluation's failure,
                 # named as out of memory, never the kernel's wrong output nor a pass.
                 raise
-            why = type(e).__name__
-            if not self.hidden:
-                first = (str(e).strip().splitlines() or [""])[0]
-                why = f"{why}: {first[:200]}"
-            raise CheckFailed(f"{where}: output not comparable ({why})")
+            if self.hidden:
+                raise CheckFailed(f"{where}: output_not_comparable", "output_not_comparable")
+            first = (str(e).strip().splitlines() or [""])[0]
+            raise CheckFailed(f"{where}: output not comparable ({type(e).__name__}: {first[:200]})",
+                              "output_not_comparable")
 
     def batch(self, kernel, i, n, purpose, gate, graph=False):
         """Times `n` calls of `kernel` on configuration `i`, each on fresh inputs; checks each
@@ -173,8 +187,9 @@ class Session:
             with part("capture", timed):
                 captured, _ = kernel.request({"op": "capture", "calls": calls}, timeout)
             if not captured.get("captured"):
-                why = captured.get("kind") if self.hidden else captured.get("why")
-                raise NotCapturable(str(why or "no reason given")[:500])
+                # The kernel process's own words: a hidden configuration's say only the kind.
+                why = "not_capturable" if self.hidden else str(captured.get("why") or "no reason given")[:500]
+                raise NotCapturable(why)
             described = captured.get("outputs", [])
             request = {"op": "replay"}  # small both ways: the timed window holds the replay
         else:
@@ -198,8 +213,9 @@ class Session:
                     order = self.data.order_plan(kernel, calls, described, self.sample_rng, self.h.output_args, returns)
                     built, _ = kernel.request(order["request"] if order else {"op": "order", "stamps": []}, timeout)
                 if not built.get("ordered"):
-                    why = built.get("kind") if self.hidden else built.get("why")
-                    raise NotCapturable(f"its calls could not be chained: {str(why or 'no reason given')[:400]}")
+                    # The kernel process's own words: a hidden configuration's say only the kind.
+                    why = "not_capturable" if self.hidden else f"its calls could not be chained: {str(built.get('why') or 'no reason given')[:400]}"
+                    raise NotCapturable(why)
             with part("write", timed):
                 cases = self.window.write_inputs(kernel, calls, cases, gate == "performance", lambda k: self.fresh(i, purpose, k in checked))
                 if order is not None:
@@ -220,13 +236,15 @@ class Session:
         except (KernelFailed, GuardError, NotCapturable):
             raise
         except Exception as e:  # what the kernel process handed back does not hold up
-            raise CheckFailed(f"{self.name(i)}: {type(e).__name__}: {e}" if not self.hidden else f"{self.name(i)}: {type(e).__name__}")
+            raise self._unreadable(i, e)
         if len(outs) != n:
-            raise CheckFailed(f"{self.name(i)}: {len(outs)} outputs for {n} calls")
+            raise CheckFailed(f"{self.name(i)}: {len(outs)} outputs for {n} calls" if not self.hidden
+                              else f"{self.name(i)}: output_unreadable", "output_unreadable")
         with part("check", timed):
             for k, (got, (_, want)) in enumerate(zip(outs, cases)):
                 if k in checked:
-                    self.check(got, want, f"{self.name(i)}, call {k + 1} of {n}")
+                    # Which call failed is the kernel's choice: not said of a hidden one.
+                    self.check(got, want, f"{self.name(i)}, call {k + 1} of {n}" if not self.hidden else self.name(i))
             try:
                 self.data.confirm(plan)
                 if order is not None:
@@ -234,9 +252,16 @@ class Session:
                 if eager_stamps:
                     self.data.order.eager_verify(kernel, calls, reply, eager_stamps, self.h.output_args, returns)
             except Exception as e:
-                raise CheckFailed(f"{self.name(i)}: {type(e).__name__}: {e}" if not self.hidden else f"{self.name(i)}: {type(e).__name__}")
+                raise self._unreadable(i, e)
             self.data.after(kernel, graph)
         return elapsed, [w for _, w in cases]
+
+    def _unreadable(self, i, e):
+        """CheckFailed for what a kernel handed back that did not hold up (`e`)."""
+        kind = outcomes.kind_of(e)
+        if self.hidden:
+            return CheckFailed(f"{self.name(i)}: {kind}", kind)
+        return CheckFailed(f"{self.name(i)}: {type(e).__name__}: {e}", kind)
 
     # The gates. Each returns (passed, report dict).
 
@@ -321,14 +346,14 @@ class Session:
                 errors[str(i)] = str(e)
             except KernelFailed as e:
                 passed.append(False)
-                errors[str(i)] = f"{self.name(i)}: the kernel failed ({type(e).__name__})"
+                errors[str(i)] = self.failed(i, e) if self.hidden else f"{self.name(i)}: the kernel failed ({type(e).__name__})"
             except Exception as e:
                 if not (alone and out_of_memory(e)):
                     raise
                 # The evaluator's own inputs, reference or pools for it do not fit the device:
                 # the configuration cannot run here, whichever kernel it is (a probe drops it).
                 passed.append(False)
-                errors[str(i)] = f"{self.name(i)}: does not fit the device's memory"
+                errors[str(i)] = f"{self.name(i)}: device_memory" if self.hidden else f"{self.name(i)}: does not fit the device's memory"
                 self.data.forget(kernel)
         return passed, errors
 
@@ -379,8 +404,9 @@ class Session:
                     with self.parts.part("sessions"):
                         kernels = restart()
                 except KernelFailed as e:
+                    why = outcomes.kind_of(e) if self.hidden else e
                     for st in state:
-                        st["case"].setdefault("error", f"fresh kernel processes for session {s + 1}: {e}")
+                        st["case"].setdefault("error", f"fresh kernel processes for session {s + 1}: {why}")
                     break
                 for role in optional:
                     if role not in [k.role for k in kernels]:
@@ -394,7 +420,7 @@ class Session:
                 except (CheckFailed, KernelFailed, NotCapturable) as e:
                     # NotCapturable: a kernel captured while sized refuses a timed capture
                     # (in this session's fresh process, or at will): the case's failure.
-                    st["case"]["error"] = str(e)
+                    st["case"]["error"] = self.failed(i, e)
         cases, failed = [], False
         for st in state:
             case, times = st["case"], st["times"]
@@ -481,7 +507,7 @@ class Session:
         except Exception as e:
             if not k.optional or not (isinstance(e, (CheckFailed, KernelFailed, NotCapturable)) or out_of_memory(e)):
                 raise
-            st["dropped"][k.role] = str(e)[:500] or type(e).__name__
+            st["dropped"][k.role] = outcomes.kind_of(e) if self.hidden else (str(e)[:500] or type(e).__name__)
             self.data.forget(k)
 
     def _graphs(self, kernels, i, n, cap, target, st):

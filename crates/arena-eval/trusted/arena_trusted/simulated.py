@@ -119,17 +119,18 @@ class Simulated:
     def judge(self, role, i, config, args, want, gate):
         """`role`'s cycles on configuration `i`, its outputs checked; AssertionError (naming
         the configuration) where they are wrong or the run failed."""
-        # A hidden configuration's failure says what kind it was, not where: an element's
-        # index or a fault's address would tell its sizes.
+        # A hidden configuration's failure says only its kind (outcomes.py), not where: an
+        # element's index, a fault's address or the status the kernel exits with would tell
+        # its sizes.
         try:
             got, cycles = self.simulate(role, i, config, args, gate)
         except self.sim.SimError as e:
-            why = f"simulation ended with status {e.status}" if self.hidden else str(e)
+            why = "kernel_failed" if self.hidden else str(e)
             raise AssertionError(f"{self.name(i)}: {why}") from None
         try:
             self.h.check(tuple(got), want)
         except AssertionError as e:
-            why = "output differs from the reference" if self.hidden else str(e)
+            why = "wrong_output" if self.hidden else str(e)
             raise AssertionError(f"{self.name(i)}: {why}") from None
         return cycles
 
@@ -196,7 +197,7 @@ class Simulated:
                 report["compiled"][role] = True
             except (self.sim.BuildError, subprocess.TimeoutExpired) as e:
                 report["compiled"][role] = False
-                report["errors"][role] = {"compile": str(e)[:2000]}
+                report["errors"][role] = {"compile": "the kernel did not build"}
                 report["passed"][role] = [False] * len(self.configs)
                 continue
             passed, errors = [], {}

@@ -192,3 +192,55 @@ fn a_link_planted_on_the_way_to_an_item_directory_is_refused() {
     let e = rd.secure_item_dir(&item).unwrap_err().to_string();
     assert!(e.contains("not a directory"), "{e}");
 }
+
+/// A link someone else planted on the way to a run directory that is still to be made (the
+/// runner checked the path before, found it in a directory of its caller's, and now makes
+/// it): refused, naming it, and nothing is made where it points. A link the runner's own user
+/// made in a directory only it writes is followed. Needs root (the planted link is another
+/// user's).
+#[test]
+fn a_link_planted_on_the_way_to_a_run_directory_is_refused() {
+    use std::os::unix::fs::PermissionsExt;
+    let d = tempfile::tempdir().unwrap();
+    let caller = d.path().join("caller");
+    std::fs::create_dir(&caller).unwrap();
+    std::os::unix::fs::chown(&caller, Some(4242), Some(4242)).unwrap();
+    let victim = d.path().join("victim");
+    std::fs::create_dir(&victim).unwrap();
+    // The caller's own link in its own directory, to a directory of root's.
+    let link = caller.join("runs");
+    std::os::unix::fs::symlink(&victim, &link).unwrap();
+    std::os::unix::fs::lchown(&link, Some(4242), Some(4242)).unwrap();
+    for named in [link.join("r1"), link.clone(), link.join("a/b/../c")] {
+        let e = RunDir::new(&named).unwrap_err().to_string();
+        assert!(
+            e.contains("a symbolic link") && e.contains(&link.display().to_string()),
+            "{}: {e}",
+            named.display()
+        );
+    }
+    assert_eq!(std::fs::read_dir(&victim).unwrap().count(), 0, "made there");
+    // Root's link in a directory anyone may write is no better: anyone could have made it.
+    std::fs::set_permissions(&caller, std::fs::Permissions::from_mode(0o777)).unwrap();
+    std::os::unix::fs::chown(&caller, Some(0), Some(0)).unwrap();
+    std::os::unix::fs::lchown(&link, Some(0), Some(0)).unwrap();
+    assert!(RunDir::new(&link.join("r1")).is_err());
+    assert_eq!(std::fs::read_dir(&victim).unwrap().count(), 0, "made there");
+    // Root's link in root's own directory is followed; the run's root is where it leads.
+    std::fs::set_permissions(&caller, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let rd = RunDir::new(&link.join("r1")).unwrap();
+    assert_eq!(rd.root, victim.canonicalize().unwrap().join("r1"));
+    // Swapped for another user's link once made: the next item directory is refused.
+    let item = Item {
+        task_id: "t/a".into(),
+        repeat: 0,
+    };
+    rd.secure_item_dir(&item).unwrap();
+    let moved = d.path().join("moved");
+    std::fs::rename(&victim, &moved).unwrap();
+    std::os::unix::fs::symlink(&moved, &victim).unwrap();
+    std::os::unix::fs::lchown(&victim, Some(4242), Some(4242)).unwrap();
+    std::fs::set_permissions(d.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+    let e = rd.secure_item_dir(&item).unwrap_err().to_string();
+    assert!(e.contains("a symbolic link"), "{e}");
+}

@@ -91,18 +91,90 @@ impl fmt::Display for ContainerPhase {
 /// What of an error of an unseen evaluation may be told: our own label of the configuration
 /// (index and category), never the harness's words.
 pub(crate) fn redact_error(err: &str) -> String {
-    let ours = err
-        .strip_prefix("unseen configuration ")
-        .and_then(|rest| rest.split_once(": ").map(|(head, _)| head));
-    match ours {
-        Some(head) => format!("unseen configuration {head}: failed"),
+    match label(err) {
+        Some((head, _)) => format!("unseen configuration {head}: failed"),
         None => "failed".into(),
     }
+}
+
+/// What of an error of arena's evaluator on an unseen configuration may be told: its label
+/// and the kind of failure, where the kind is one of the evaluator's words
+/// (arena_eval::trusted::HIDDEN_KINDS); else as [`redact_error`]. Nothing a kernel could have
+/// written gets through, even from an evaluator that let it.
+pub(crate) fn redact_kind(err: &str) -> String {
+    let kind = |rest: &str| {
+        let k = rest.split(": ").next().unwrap_or(rest);
+        arena_eval::trusted::HIDDEN_KINDS
+            .iter()
+            .find(|w| **w == k)
+            .copied()
+    };
+    match label(err) {
+        Some((head, rest)) => match kind(rest) {
+            Some(k) => format!("unseen configuration {head}: {k}"),
+            None => format!("unseen configuration {head}: failed"),
+        },
+        None => kind(err).unwrap_or("failed").to_string(),
+    }
+}
+
+/// `unseen configuration K (category): REST` as (`K (category)`, REST), where the label is
+/// ours: an index and a category's name.
+fn label(err: &str) -> Option<(&str, &str)> {
+    let (head, rest) = err
+        .strip_prefix("unseen configuration ")?
+        .split_once(": ")?;
+    let (index, category) = match head.split_once(' ') {
+        Some((i, c)) => (i, Some(c)),
+        None => (head, None),
+    };
+    let ours = !index.is_empty()
+        && index.bytes().all(|b| b.is_ascii_digit())
+        && category.is_none_or(|c| {
+            c.len() > 2
+                && c.starts_with('(')
+                && c.ends_with(')')
+                && c[1..c.len() - 1]
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b == b'_')
+        });
+    ours.then_some((head, rest))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A kernel's words in an unseen evaluation's error never get through: only our label and
+    /// a kind of the evaluator's.
+    #[test]
+    fn only_labels_and_kinds_are_told_of_an_unseen_failure() {
+        let cases = [
+            (
+                "unseen configuration 3 (scale_up): kernel_failed",
+                "unseen configuration 3 (scale_up): kernel_failed",
+            ),
+            (
+                "unseen configuration 3 (scale_up): tolerance_admits_zeros: the task's own check",
+                "unseen configuration 3 (scale_up): tolerance_admits_zeros",
+            ),
+            (
+                "unseen configuration 3 (scale_up): RuntimeError: n=12345",
+                "unseen configuration 3 (scale_up): failed",
+            ),
+            ("unseen configuration 3 (n=12345): kernel_failed", "failed"),
+            ("unseen configuration 12345x: wrong_output", "failed"),
+            ("LEAK_12345: n=12345", "failed"),
+            ("kernel_failed", "kernel_failed"),
+        ];
+        for (err, told) in cases {
+            assert_eq!(redact_kind(err), told, "{err}");
+        }
+        assert_eq!(
+            redact_error("unseen configuration 3 (n=12345): x"),
+            "failed"
+        );
+    }
 
     #[test]
     fn names_are_the_ones_runs_have_always_used_and_only_unseen_ones_see_hidden() {

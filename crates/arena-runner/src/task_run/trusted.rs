@@ -17,7 +17,7 @@ use arena_eval::GateTimeouts;
 use arena_runtime::{BindMount, ContainerConfig, Network, RunOutcome, Tmpfs};
 
 use super::agent::copy_task_tree;
-use super::phase::ContainerPhase;
+use super::phase::{redact_kind, ContainerPhase};
 use super::{bind, TaskRun};
 use crate::error::{Result, RunnerError};
 
@@ -261,12 +261,24 @@ impl TaskRun<'_> {
         let record = EvaluatorRecord::read(&out);
         let rec = record.as_ref();
         if let Some(why) = rec.and_then(|r| r.not_derivable.as_deref()) {
+            // Its words may name a hidden configuration: an unseen evaluation's are not kept.
+            let why = if r.hidden.is_some() {
+                "the task's runner on an unseen configuration"
+            } else {
+                why
+            };
             // Found only when the runner ran: the task goes on with its own commands.
             tracing::warn!(task = %self.item.label(), "derived harness refused: {why}");
             let _ = self.refused.set(why.to_string());
             return Err(RunnerError::NotDerivable(why.to_string()));
         }
         if let Some(e) = rec.and_then(EvaluatorRecord::failure) {
+            // On hidden configurations, only a kind of the evaluator's (redact_kind).
+            let e = if r.hidden.is_some() {
+                redact_kind(e.rsplit(": ").next().unwrap_or(e))
+            } else {
+                e.to_string()
+            };
             return Err(RunnerError::Other(format!(
                 "{}: arena's evaluator could not evaluate ({}): {e}",
                 self.item.label(),

@@ -12,7 +12,7 @@ use arena_eval::untrusted::read_text_beneath;
 use arena_task::hidden::TaskUnseen;
 use serde::Deserialize;
 
-use super::phase::ContainerPhase;
+use super::phase::{redact_kind, ContainerPhase};
 use super::trusted::TrustedRun;
 use super::unseen::KernelOnUnseen;
 use super::TaskRun;
@@ -64,7 +64,7 @@ pub(crate) fn kernel_result(set: &TaskUnseen, rep: &UnseenReport, role: Role) ->
         rep.cases
             .iter()
             .map(|c| {
-                let mut c = c.clone();
+                let mut c = redacted(c.clone());
                 if role == BASELINE {
                     c.execution_time_ms = c.pairing.baseline_ms.unwrap_or(c.execution_time_ms);
                     c.pairing.baseline_ms = None;
@@ -83,6 +83,22 @@ pub(crate) fn kernel_result(set: &TaskUnseen, rep: &UnseenReport, role: Role) ->
         set,
         passed,
     )
+}
+
+/// A case of the evaluator's unseen report as a result keeps it: times, how they were
+/// measured, and its errors as our labels and the evaluator's kinds only (redact_kind); the
+/// report's other keys are dropped. What a kernel raised or said on a hidden configuration
+/// would otherwise carry its shapes and values into every report.
+fn redacted(mut c: PerfCase) -> PerfCase {
+    c.error = c.error.as_deref().map(redact_kind);
+    if let Some(g) = c.measured.graph_error.as_mut() {
+        for why in g.values_mut() {
+            *why = redact_kind(why);
+        }
+    }
+    c.pairing.compiled_error = c.pairing.compiled_error.as_deref().map(redact_kind);
+    c.extra.clear();
+    c
 }
 
 impl TaskRun<'_> {
@@ -176,6 +192,32 @@ mod tests {
         assert!(!e.contains("1001"));
         assert_eq!(opt_fail, [("scale_up".to_string(), 2)].into());
         assert!(opt.performance.is_empty());
+    }
+
+    #[test]
+    fn a_kernels_words_never_reach_an_unseen_result() {
+        let rep: UnseenReport = serde_json::from_str(
+            r#"{"compiled": {"baseline": true, "candidate": true},
+                "passed": {"baseline": [true, true, true], "candidate": [true, true, true]},
+                "cases": [
+                  {"test_case_id": "u0", "execution_time_ms": -1.0,
+                   "error": "unseen configuration 0 (edge_case): LEAK_1000: n=1000",
+                   "graph_error": {"candidate": "LEAK_1000"}, "params": {"shape": [1000]}},
+                  {"test_case_id": "u1", "execution_time_ms": -1.0,
+                   "error": "unseen configuration 1 (scale_up): kernel_failed"}]}"#,
+        )
+        .unwrap();
+        let opt = kernel_result(&set(), &rep, CANDIDATE).evaluation;
+        let text = serde_json::to_string(&opt).unwrap();
+        assert!(!text.contains("1000") && !text.contains("LEAK"), "{text}");
+        assert_eq!(
+            opt.performance[0].error.as_deref(),
+            Some("unseen configuration 0 (edge_case): failed")
+        );
+        assert_eq!(
+            opt.performance[1].error.as_deref(),
+            Some("unseen configuration 1 (scale_up): kernel_failed")
+        );
     }
 
     #[test]

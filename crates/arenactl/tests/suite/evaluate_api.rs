@@ -9,11 +9,11 @@
 use crate::common;
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 use arena_client::{ClientError, Evaluate, Evaluation, Runner};
 use common::daemon::*;
+use common::served::{rt, Served};
 use common::{repo, tier};
 
 const PREFIX_SUM: &str = "python2python/arena/prefix_sum";
@@ -23,72 +23,6 @@ const LOCK: &str = "lockfiles/cpu.lock";
 /// One test at a time: they time kernels on two cores. Under nextest (a process per test) this
 /// lock holds nothing: ci/nextest.toml runs these tests alone instead.
 static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-/// A runner serving the Evaluate API on a socket in the test's directory; stopped with
-/// SIGINT (as Ctrl-C stops it) when dropped.
-struct Served {
-    child: Child,
-    addr: String,
-}
-
-impl Served {
-    fn start(d: &Daemon, extra: &[&str]) -> Served {
-        let sock = d.dir.path().join("runner.sock");
-        let child = arenactl()
-            .args(["runner", "serve", "--gpus", "cpu:1", "--listen"])
-            .arg(format!("unix:{}", sock.display()))
-            .args(["--containerd", &d.socket, "--store"])
-            .arg(store())
-            .arg("--eval-dir")
-            .arg(d.dir.path().join("eval"))
-            .args(extra)
-            .stdout(Stdio::null())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap();
-        let t0 = Instant::now();
-        while std::os::unix::net::UnixStream::connect(&sock).is_err() {
-            assert!(
-                t0.elapsed() < Duration::from_secs(60),
-                "the runner did not listen"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        Served {
-            child,
-            addr: format!("unix:{}", sock.display()),
-        }
-    }
-
-    /// Stops the runner as Ctrl-C does and waits for it.
-    fn stop(mut self) {
-        let _ = std::process::Command::new("kill")
-            .args(["-INT", &self.child.id().to_string()])
-            .status();
-        let t0 = Instant::now();
-        while self.child.try_wait().unwrap().is_none() {
-            assert!(
-                t0.elapsed() < Duration::from_secs(60),
-                "the runner did not stop"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-}
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn rt() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .unwrap()
-}
 
 /// The task's source file after an adversary agent's script has run on a copy of it (the
 /// script appends to `/workspace/source/<kernel>.py`; run here with the workspace a temporary

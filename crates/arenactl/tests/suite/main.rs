@@ -14,6 +14,7 @@ mod crash_points;
 mod derived_harnesses;
 mod derived_refusal;
 mod evaluate_api;
+mod fork_chain;
 mod images_build;
 mod images_bundle;
 mod images_lock;

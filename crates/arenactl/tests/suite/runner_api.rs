@@ -253,6 +253,45 @@ fn a_unix_socket_names_its_callers_and_only_its_group_connects() {
             show(&o)
         );
     }
+    // A hidden set everyone may read, in a directory only root may enter: nobody could not
+    // read it, so the runner does not read it for nobody.
+    let private = dir.join("private");
+    std::fs::create_dir(&private).unwrap();
+    std::fs::set_permissions(&private, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let hidden = private.join("hidden");
+    let o = arenactl()
+        .args([
+            "unseen", "generate", "--tasks", "tasks", "--seed", "3", "--out",
+        ])
+        .arg(&hidden)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", show(&o));
+    let o = as_user(
+        &bin,
+        NOBODY,
+        &[
+            "run",
+            "--runner",
+            &listen,
+            "--image-lock",
+            lock.to_str().unwrap(),
+            "--agent",
+            sleeper.to_str().unwrap(),
+            "--unseen",
+            hidden.to_str().unwrap(),
+            "--out",
+            home.join("hidden-run").to_str().unwrap(),
+        ],
+    );
+    assert!(!o.status.success(), "{}", show(&o));
+    assert!(
+        stderr(&o).contains("hidden_set")
+            && stderr(&o).contains(&format!("uid:65534 may not enter {}", private.display())),
+        "{}",
+        show(&o)
+    );
+    assert!(!home.join("hidden-run").exists());
     assert!(empty(&d.leftovers()));
 }
 

@@ -260,5 +260,75 @@ container = "/oob"
         let hits = files_containing(&out, needle.as_bytes());
         assert!(hits.is_empty(), "{needle} found in {hits:?}");
     }
+
+    // A kernel right on compile and correctness that, in the unseen performance gate, puts
+    // the sizes and values of its inputs into every channel it has (an exception's words and
+    // type name, its output, files): only a kind comes out, and no file of the run and no
+    // report holds any of it.
+    let out = tmp.join("unseen-leak");
+    let mut args = d.run_args_all("ci/agents/adversary/unseen_leak.toml", &out);
+    args.extend(
+        [
+            "--tasks",
+            PREFIX_SUM,
+            "--unseen",
+            hidden.to_str().unwrap(),
+            "--json",
+        ]
+        .map(String::from),
+    );
+    let o = arenactl().args(&args).output().unwrap();
+    assert!(o.status.success(), "{}", show(&o));
+    let r = &results(&out)[0];
+    assert!(score(r).correct, "visible sizes: the untouched kernel: {r}");
+    let cases = r["unseen"]["optimized"]["performance"].as_array().unwrap();
+    assert!(
+        !cases.is_empty()
+            && cases.iter().all(|c| c["error"]
+                .as_str()
+                .is_some_and(|e| e.ends_with(": kernel_failed"))),
+        "the kernel raised in every unseen case, told by kind: {r}"
+    );
+    for format in ["html", "md", "json"] {
+        let o = arenactl()
+            .arg("report")
+            .arg(&out)
+            .args(["--format", format, "--out"])
+            .arg(out.join(format!("leak-report.{format}")))
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", show(&o));
+    }
+    let mut leaks = vec!["UNSEENLEAK".to_string()];
+    for n in hidden_sizes(&hidden, "prefix_sum") {
+        leaks.push(format!("({n},)"));
+        if n >= 1000 {
+            leaks.push(format!("n={n}"));
+        }
+    }
+    for needle in &leaks {
+        let hits = files_containing(&out, needle.as_bytes());
+        assert!(hits.is_empty(), "{needle} found in {hits:?}");
+    }
     assert!(empty(&d.leftovers()));
+}
+
+const PREFIX_SUM: &str = "python2python/arena/prefix_sum";
+
+/// The sizes of a one-dimensional task's hidden configurations (`(n,)`), from its file in the
+/// set.
+fn hidden_sizes(hidden: &Path, task: &str) -> Vec<u64> {
+    let mut sizes = Vec::new();
+    for e in std::fs::read_dir(hidden).unwrap().flatten() {
+        if !e.file_name().to_string_lossy().contains(task) {
+            continue;
+        }
+        let v: Value = serde_json::from_slice(&std::fs::read(e.path()).unwrap()).unwrap();
+        for c in v["configs"].as_array().unwrap() {
+            let entry = c["entry"].as_str().unwrap();
+            sizes.push(entry.trim_matches(|c| "(,)".contains(c)).parse().unwrap());
+        }
+    }
+    assert!(!sizes.is_empty(), "no hidden configurations of {task}");
+    sizes
 }

@@ -8,6 +8,7 @@ use std::sync::OnceLock;
 pub mod cli;
 pub mod daemon;
 pub mod images;
+pub mod served;
 pub mod test_host;
 pub mod tier;
 
