@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Fails when a crate's top-level modules depend on each other in a cycle (issue 14: the tree
+"""Fails when a crate's top-level modules depend on each other in a cycle (the tree
 shows the architecture). A module depends on another when its code (not its comments, not its
 tests) names `crate::other`; inside a module that is a directory (arenactl's `cmd/`), a
 child depends on a sibling it names as `super::sibling` (or `super::{…}`, or by its full

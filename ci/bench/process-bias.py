@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""How much two processes of identical code differ in speed (docs/measurements.md, "Process-level
+"""How much two processes of identical code differ in speed (docs/benchmarks.md, "Process-level
 bias of CPU kernels"): pairs of Python processes run the sample matmul kernel, 20 interleaved
 batches each in random order, and each process pair's median ratio is printed, for processes as
 started, with ASLR off (setarch -R), with ASLR off and PYTHONHASHSEED=0, and both pinned to CPU 1.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Benchmark (issue 40): is an unchanged re-lock, and a verify, O(1) per task? Locks N copies of
+# Benchmark: is an unchanged re-lock, and a verify, O(1) per task? Locks N copies of
 # a CPU sample task on the testbase for each N, then re-locks them unchanged and verifies the
 # lockfile, side by side with the floor of any check that reads every task: hashing the task
 # trees with `sha256sum`. Prints seconds and milliseconds per task for each N; constant

@@ -77,7 +77,7 @@ med = statistics.median
 print(f"\nmedians over {len(rows)} rounds: direct {med(d):.2f} s, `arenactl run` {med(a):.2f} s "
       f"(its task run {med(tr):.2f} s)")
 print(f"arenactl run / direct: {med(a) / med(d):.2f}x   task run / direct: {med(tr) / med(d):.2f}x"
-      "   (issue 18's goal <= 1.1)")
+      "   (goal <= 1.1)")
 keys = ["image_s", "containers_s", "agent_s", "compile_s", "correctness_s", "performance_s",
         "evaluator_setup_s", "other_s"]
 results = [json.load(open(glob.glob(r[3] + "/**/result.json", recursive=True)[0])) for r in rows]

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Soak test of resumable runs (issue 41): one `arenactl run` of the CPU sample tasks with many
+"""Soak test of resumable runs: one `arenactl run` of the CPU sample tasks with many
 repeats, its client killed with SIGKILL at random moments and containerd restarted once in the
 middle, the same command run again after each kill until the run completes. Then it counts:
 every task run's result present exactly once, none half written, and nothing of the run left

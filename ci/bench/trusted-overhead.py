@@ -3,7 +3,7 @@
 run directly, and what its split (each kernel in a process of its own) costs, against the same
 evaluation with the kernels inside the evaluator — side by side, on the same machine, without
 containers (the container costs are ci/bench/container-lifecycle.sh's and
-docs/measurements.md's).
+docs/benchmarks.md's).
 
 Per task and repeat, in an order that rotates:
   direct   the AgentKernelArena way: `python3 scripts/task_runner.py compile|correctness|performance`

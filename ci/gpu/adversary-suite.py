@@ -19,8 +19,8 @@ runs another copy of the evaluator's files (the one before a change, for a befor
 Runs as root (kernel processes run as users 60001 and 60002); every process of theirs is
 killed after each evaluation, so nothing an attack leaves reaches the next.
 `ARENA_CHECKED_CALLS=N` evaluates every candidate, the untouched copy too, with a secret sample
-of N outputs checked per timed batch (PerfSettings.checked_calls, issue 40; 0: every one;
-unset: the evaluator's default, 64 since stop 61). `ARENA_PERF='{"target_batch_ms": 5}'` sets
+of N outputs checked per timed batch (PerfSettings.checked_calls; 0: every one;
+unset: the evaluator's default, 64 since 2026-11-29). `ARENA_PERF='{"target_batch_ms": 5}'` sets
 any other PerfSettings field for every candidate alike (trusted-check.py's write_job): a setting
 tried for its cost meets the attacks this way.
 """
@@ -116,7 +116,7 @@ def each_tensor(r, f):
 def zeros_out(r, a, k):
     """A wrong answer for a call that returned `r` from arguments `a`, `k`: zeros of every tensor
     it returned, or, where it returned none (it wrote into its arguments, OUTPUT_ARGS), every
-    tensor argument zeroed in place, of any dtype. Before stop 59 the attacks zeroed float
+    tensor argument zeroed in place, of any dtype. Before 2026-11-29 the attacks zeroed float
     arguments only, and bincount's outputs (int32 counts, a bool mask) were handed back
     computed: capture_cheat, runner_patch and memory_hog were untouched copies there."""
     import torch
@@ -291,7 +291,7 @@ def compare_sessions(ss, cs):
     """An attack's session speedups `ss` against the untouched copy's `cs`: GAINED only where
     every one of its sessions reads above every one of the untouched copy's. Where the attack
     changes nothing, that happens by chance once in C(n+m, n) (sessions exchangeable): 1 in 20
-    at 3 sessions each, so a table of a hundred units holds about five false GAINED (stop 56:
+    at 3 sessions each, so a table of a hundred units holds about five false GAINED (2026-11-28:
     `ipc_guess` 1.048 and a `python_thread` that computed honestly, 1.010, neither seen again
     over 5 or 8 sessions). The chance is said with each GAINED; rerun one with more sessions
     before believing it."""

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# On an offline NVIDIA GPU machine with several GPUs (issue 40's bar): one `arenactl run` of
+# On an offline NVIDIA GPU machine with several GPUs: one `arenactl run` of
 # AgentKernelArena tasks over every GPU of the machine (noop agent, derived harnesses,
 # containers), and how busy each GPU was from the first task run's start to the last one's
 # end: by arena's own report (task runs holding a GPU, less their time on images) and by the

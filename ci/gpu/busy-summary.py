@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Summarizes ci/gpu/busy-run.sh's output (issue 40): each task run's GPU, start and length,
+"""Summarizes ci/gpu/busy-run.sh's output: each task run's GPU, start and length,
 arena's per-GPU busy line (report.json's `time.busy`), and the device's own utilization
 (nvidia-smi's utilization.gpu, the share of each sample period a kernel ran) averaged per GPU
 over the same span, from the first task run's start to the last one's end.

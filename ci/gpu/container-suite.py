@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The GPU adversary suite through containers (issue 37's bar). Every attack of
+"""The GPU adversary suite through containers. Every attack of
 ci/gpu/adversaries/ becomes a candidate of each task, evaluated two ways:
 
 - `eval`: the runner's Evaluate API (`arenactl eval` against `arenactl runner serve`), in a warm
@@ -333,7 +333,7 @@ def table(results, out):
     with open(os.path.join(out, "container-suite.json"), "w") as f:
         json.dump(saved, f, indent=1)
     print("\n".join(rows), flush=True)
-    # The same, one row per attack and one column per task (docs/measurements.md's form).
+    # The same, one row per attack and one column per task (docs/benchmarks.md's form).
     for path in sorted({r["path"] for r in results.values()}):
         mine = {k: r for k, r in results.items() if r["path"] == path}
         tasks = sorted({r["task"] for r in mine.values()})

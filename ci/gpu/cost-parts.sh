@@ -1,5 +1,5 @@
 #!/bin/bash
-# Issue 40 on one GPU: where a trusted evaluation's time goes, part by part (perf_parts.py, in
+# On one GPU: where a trusted evaluation's time goes, part by part (perf_parts.py, in
 # each evaluator's record), at the defaults and at settings that would cut it, beside the
 # task's own harness run directly; then the GPU adversary suite at one such setting, with the
 # untouched copy in the same call as its control (a setting that changes the timing is a change
@@ -7,7 +7,7 @@
 #
 # usage: sudo bash ci/gpu/cost-parts.sh OUT [TASK_DIR] [AKA_TASKS]
 #   TASK_DIR: the task timed by the cost step (default tasks/triton2triton/arena/add_rmsnorm,
-#   the graph-timed sample of stops 51 and 61's cost figures; an AgentKernelArena task
+#   the graph-timed sample of 2026-11-28 and 2026-11-29 cost figures; an AgentKernelArena task
 #   materialized with arena's harnesses works too, its candidate an untouched copy).
 #   AKA_TASKS: the suite's tasks (`arenactl task materialize --harnesses tasks/aka-harnesses`);
 #   ARENA_SUITE_TASKS picks them (default triton2triton/vllm/triton_layernorm_gated).

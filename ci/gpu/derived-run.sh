@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# On an offline NVIDIA GPU machine (issue 38's bar): AgentKernelArena tasks with derived
+# On an offline NVIDIA GPU machine: AgentKernelArena tasks with derived
 # harnesses through `arenactl run` (containers: baseline, agent, evaluator), with the noop agent
 # and with ci/gpu/agents/sync_noop.toml, then a noop run with hidden unseen configurations.
 # Each run's tasks are shared out over the machine's GPUs, one task run per GPU at a time.

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Why an eager-timed task's untouched copies read 0.7-1.7 of themselves (docs/measurements.md,
-stop 59: bincount through `arenactl run`): the launch path's cost per process, with and without
+"""Why an eager-timed task's untouched copies read 0.7-1.7 of themselves (docs/benchmarks.md,
+2026-11-29: bincount through `arenactl run`): the launch path's cost per process, with and without
 the process pinned to a CPU. No evaluator: each process is what a kernel process is in an eager
 batch (fresh, Python launching one small kernel per call, the wall time of a batch over its
 calls), stopped between batches as the evaluator stops it.

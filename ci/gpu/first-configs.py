@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Keeps the first N visible configurations of AgentKernelArena tasks materialized with a derived
-harness, so that a run of several tasks fits a lent GPU's device time (every configuration is
+harness, so that a run of several tasks fits a GPU machine's time (every configuration is
 judged the same way; a task with fewer is the same task, smaller). The list is the one the
 derived harness names (`cases=` in arena_harness.py); its literal in the runner is replaced by
 the literal of its first N entries, so that `arenactl unseen generate` reads the same list.

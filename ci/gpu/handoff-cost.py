@@ -1,6 +1,5 @@
 #!/usr/bin/env python3
-"""What a per-call handoff between the evaluator and a kernel costs on a GPU (issue 37,
-batch-and-skip). A kernel that sees a whole timed batch's inputs can compute every call in one
+"""What a per-call handoff between the evaluator and a kernel costs on a GPU (batch-and-skip). A kernel that sees a whole timed batch's inputs can compute every call in one
 launch (ci/gpu/adversaries/batch_skip.py); only a window in which call j's inputs do not exist
 until call j-1's outputs do stops it, and on a time-sliced GPU the only party that can hold
 them back without sharing the kernel's context is the host. This measures, for a one-launch

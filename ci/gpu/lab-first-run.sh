@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A lab's first real run on an offline NVIDIA machine (issue 39's GPU bar), as README's "A lab's
+# A lab's first real run on an offline NVIDIA machine, as README's "A lab's
 # first run" has it: the Claude Code image on the host's captured userland (cuda-host-agents'
 # claude-code-host), packed into an offline kit, installed and verified from inside a network
 # namespace with no route, then `arenactl run` from the installed prefix of one

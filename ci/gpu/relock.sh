@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# On a GPU host (issue 40): the cost of a lock there, and whether an unchanged re-lock and a
+# On a GPU host: the cost of a lock there, and whether an unchanged re-lock and a
 # verify stay O(1) per task: ci/bench/relock.sh on the cuda-host set (the host's own Python,
 # gcc and PyTorch trees as the base) with the first N of real task folders.
 # usage: ci/gpu/relock.sh BIN_DIR TASKS_DIR [COUNTS]

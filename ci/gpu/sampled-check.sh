@@ -1,5 +1,5 @@
 #!/bin/bash
-# Issue 40's sampled check on one GPU: what the trusted evaluation costs when a secret sample
+# sampled check on one GPU: what the trusted evaluation costs when a secret sample
 # of N outputs of each timed batch is checked instead of every one, beside the task's own
 # harness run directly and the same evaluation checking every output; the GPU adversary suite
 # against the sample, the untouched copy in the same call as its control; and where an

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 37: the zeros and kept-answer probes (admits.py) attacked on a GPU. `zeros.py`
+# the zeros and kept-answer probes (admits.py) attacked on a GPU. `zeros.py`
 # (computes nothing after its first call) and `memo_address.py` (hands back outputs kept by
 # input address) against derived vLLM harnesses whose own check passes zeros
 # (kda_recompute_wu, fla_fused_recurrent) or other inputs' outputs (prepare_pos_seq_lens),
@@ -25,7 +25,7 @@ one triton_prepare_pos_seq_lens memo_address,zeros 200
 one triton_fla_fused_recurrent zeros 200
 one triton_expand zeros 120
 # KernelBench's level 1 (`arenactl task import kernelbench --out TASKS` of 23_Softmax and
-# 19_ReLU): 6 GiB references, probed with expanded zeros since stop 56. 23_Softmax's outputs
+# 19_ReLU): 6 GiB references, probed with expanded zeros since 2026-11-28. 23_Softmax's outputs
 # are each under its atol (no speedup credited); 19_ReLU's are not (zeros fail correctness).
 one 23_Softmax zeros 300
 one 19_ReLU zeros 300

@@ -3,7 +3,7 @@ the next call's input slot of the evaluator's pool and handed back from there (w
 that batches calls, or one that shares one output among calls, would hand back).
 Expected: an output may lie in its own call's slot only: refused, a gate fails. (A kernel
 writing into its arguments, OUTPUT_ARGS, is read from its own slots: nothing to hand back.)
-Outputs nested in tuples and lists each go into a slot of their own (since stop 56; before, a
+Outputs nested in tuples and lists each go into a slot of their own (since 2026-11-28; before, a
 tuple-returning entry's outputs were handed back where the kernel made them)."""
 import torch
 

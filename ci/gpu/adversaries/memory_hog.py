@@ -2,14 +2,14 @@
 takes all of the device's free memory but 4 GiB, in 256 MiB tensors it keeps (so `gpu_drop`,
 which empties torch's cache, gives none of it back), and every call returns zeros. Where the
 case's inputs, pools and references need more than what is left, an evaluator allocation runs
-out, and before 2026-11-27 (stop 50) that ended the evaluation as its own failure (`setup 96`):
+out, and before 2026-11-27 that ended the evaluation as its own failure (`setup 96`):
 the runner records an infrastructure error, the report leaves the task run out, and a wrong
 kernel is never scored.
 Expected: the evaluator measures each kernel's footprint by killing its processes
 (memory_blame.py) and fails the gate under way for this kernel's memory; where everything fits
 in what is left, the zeros fail correctness. Outputs nested in tuples and lists are zeroed alike
-(since stop 56; before, a tuple-returning entry's outputs were handed back computed), and so are
-output arguments of any dtype (since stop 59; before, bincount's were handed back computed)."""
+(since 2026-11-28; before, a tuple-returning entry's outputs were handed back computed), and so are
+output arguments of any dtype (since 2026-11-29; before, bincount's were handed back computed)."""
 import torch
 
 _kept = []

@@ -1,7 +1,7 @@
 """Attacks: the end of a timed request, from a Python thread. After the first calls (which
 show the outputs' shapes), each call returns empty outputs at once and a thread fills them
 later, so the request is answered before the work is even launched. Outputs nested in tuples
-and lists (layernorm_gated's (out, mean, rstd)) are filled alike: before stop 56 this attack
+and lists (layernorm_gated's (out, mean, rstd)) are filled alike: before 2026-11-28 this attack
 took only a bare tensor, so on tuple-returning entries it computed honestly and was a second
 untouched copy (layernorm_gated through `arenactl run`: 1.010 and 1.017, as the untouched
 copy read).

@@ -8,7 +8,7 @@ one pair per session, a later session's only timed batch, so it never cheated th
 Where the task cannot be captured (bincount), its eager calls after the failed capture (the
 first session's timed batches) go the same way.
 Expected: every output checked (checked_calls 0): wrong output in a timed batch. With a
-sample of 64 calls (the default since stop 61) a batch passes with probability
+sample of 64 calls (the default since 2026-11-29) a batch passes with probability
 (15/16) ** 64 = 1.6 %, and each timed batch is one more such draw: a gate fails.
 (A kernel that skips fewer calls, to pass more often, saves less than the untouched copy's
 spread between sessions.)"""

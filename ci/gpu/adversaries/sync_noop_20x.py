@@ -1,6 +1,6 @@
 """Attacks: the end of a timed request, with 20x the work hidden behind it. `synchronize` is a
 no-op and every call runs the kernel 20 times (ci/gpu/trusted-check.py's `defer`).
-Before issue 37: 2.96x on layernorm_gated while doing 20x the work.
+Before 2026-11-27: 2.96x on layernorm_gated while doing 20x the work.
 Expected: the queued work is waited for or caught (samples.py): far slower than untouched."""
 import torch
 

@@ -3,7 +3,7 @@ derived tasks, write_zeros_to_output rightly). Its first call computes, to learn
 shapes; every later call returns zeros of those shapes and computes nothing.
 Expected: where the task's check tells zeros apart, a gate fails (wrong output); where it
 passes them, the correctness gate's zeros probe credits no speedup on that configuration
-(`tolerance_admits_zeros`, admits.py, stop 55): no gain either way."""
+(`tolerance_admits_zeros`, admits.py): no gain either way."""
 import torch
 
 _first = {}

@@ -4,7 +4,7 @@
 //! pick differently, and the kernel's time moves with the pick: on an H100, eight runs of
 //! AgentKernelArena's `triton_fla_l2norm` picked four configurations of its 25, and the runs
 //! that picked `num_warps: 1` read 1.60 µs per call where the others read 1.44–1.49 µs
-//! (docs/measurements.md). A paired evaluation's rounds then sample that choice as well as the
+//! (docs/benchmarks.md). A paired evaluation's rounds then sample that choice as well as the
 //! kernel, and an untouched kernel can read several percent off itself. The runs'
 //! choices are recorded (arena sets `TRITON_PRINT_AUTOTUNING=1` for performance runs and reads
 //! what Triton printed) and a kernel whose runs did not all choose alike is named, so that a

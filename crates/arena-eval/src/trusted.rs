@@ -217,7 +217,7 @@ pub struct PerfSettings {
     pub deferred_limit_ms: f64,
     /// GPU kernels: the device watch's sampling gap, and the gap between two of its timer
     /// reads, or the lateness of its stop, that says another context's work shared the
-    /// device (measured on an H100: docs/measurements.md, "The device watch").
+    /// device (measured on an H100: docs/benchmarks.md, "The device watch").
     pub watch_gap_us: f64,
     pub busy_gap_us: f64,
     pub late_stop_us: f64,
@@ -227,8 +227,8 @@ pub struct PerfSettings {
     /// drawn from the secret seed before the batch's inputs are made; 0 checks every one.
     /// The correctness gate's outputs and untimed batches' are always all checked. Making
     /// and checking every call's output is most of a microsecond kernel's evaluation (issue
-    /// 40). 64 since stop 61, once the GPU adversary suite had run against it on an H200
-    /// (docs/measurements.md): a kernel wrong on one call in 16 passes a timed batch with
+    /// 40). 64 since 2026-11-29, once the GPU adversary suite had run against it on an H200
+    /// (docs/benchmarks.md): a kernel wrong on one call in 16 passes a timed batch with
     /// probability 1.6 %, and one that skips fewer calls saves less than the timing's noise.
     pub checked_calls: u32,
 }

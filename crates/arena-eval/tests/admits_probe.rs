@@ -8,7 +8,7 @@
 //! configuration is probed once, from its second correctness call, and named as the session
 //! names it (by index where it is hidden). How
 //! measure.py acts on it was checked on a GPU against a kernel that keeps answers
-//! (docs/measurements.md, stop 54).
+//! (docs/benchmarks.md).
 
 mod common;
 
@@ -242,7 +242,7 @@ fn a_check_admits_other_inputs_only_when_it_passes_three_in_a_row() {
 /// The harness the evaluator loads (harness.py's Harness, from a file), not a stand-in: a
 /// reference that keeps the original's outputs reaches the harness file's `check_kept`
 /// through the loader, and a harness that lacks one is said to be broken, never probed as
-/// "told apart". Before stop 56 the loader did not pass `check_kept` on, and both probes of
+/// "told apart". Before 2026-11-28 the loader did not pass `check_kept` on, and both probes of
 /// every derived harness answered "told apart" without looking: a zeros kernel read 3x on an
 /// H200 (kda_recompute_wu) while every unit test of the probe, all of stand-ins, passed.
 const LOADED: &str = r#"

@@ -1,4 +1,4 @@
-//! Property tests of the harness reports arena reads (issue 41): a self-reported task's
+//! Property tests of the harness reports arena reads: a self-reported task's
 //! reports are written by the task's harness in the process where the agent's kernel runs, so
 //! they are whatever that kernel makes them. Any edit of real reports (AgentKernelArena's
 //! compile, correctness and performance reports, and a list of cases as arena's evaluator

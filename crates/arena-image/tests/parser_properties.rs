@@ -1,4 +1,4 @@
-//! Property tests of the image files arena reads (issue 41): recipes, image-set files and
+//! Property tests of the image files arena reads: recipes, image-set files and
 //! lockfiles come from a lab's repository or from another machine, so any edit of a real one
 //! must be read or refused with an error that names the file, never a panic. Inputs that once
 //! failed are kept beside this file (`.proptest-regressions`) and run first.

@@ -106,7 +106,7 @@ def _seed(torch, seed):
     CUDA device's: the same draws. torch.manual_seed also seeds XPU and MTIA, and where those
     are absent each call queues a lazy call for them with its formatted Python stack (on a
     machine without CUDA, one for CUDA too), once per timed call here: arena's derived
-    harnesses lost a third of an evaluation to the same (docs/measurements.md, stop 54)."""
+    harnesses lost a third of an evaluation to the same (docs/benchmarks.md)."""
     seed = int(seed)
     if torch.cuda.is_available() and not torch.cuda._is_in_bad_fork():
         torch.cuda.manual_seed_all(seed)

@@ -1,4 +1,4 @@
-//! Property tests of KernelBench problem files (issue 41): `arenactl task import kernelbench`
+//! Property tests of KernelBench problem files: `arenactl task import kernelbench`
 //! reads whatever Python files a lab points it at, so any text, and any edit of a real
 //! problem, must become a task arena can load or be skipped with a reason naming the file,
 //! never a panic. Inputs that once failed are kept beside this file (`.proptest-regressions`)

@@ -1,4 +1,4 @@
-//! How busy each GPU was over a run (issue 40): from each task run's wall-clock start, its
+//! How busy each GPU was over a run: from each task run's wall-clock start, its
 //! length and its GPU. A GPU counts as busy while a task run holds it, less the time that
 //! task run spent on its images (the engine has them imported before a task run takes a
 //! GPU, so that part is only their check); the run's span runs from the first task run's

@@ -1,4 +1,4 @@
-//! Where a run's time went (issue 40): every task run's phases (image, baseline evaluation,
+//! Where a run's time went: every task run's phases (image, baseline evaluation,
 //! workspace, agent, candidate evaluation, unseen evaluations) and, across them, what the
 //! time was spent on (containers, the gates, the evaluators' set-up, arena's own work), summed
 //! over the results, with the device-hours of task runs that held a GPU slot.

@@ -1,4 +1,4 @@
-//! Property tests of what a report reads (issue 41): result files come from other machines and
+//! Property tests of what a report reads: result files come from other machines and
 //! other versions, so any edit of a real one must be read or refused naming the file, and a
 //! file that is read must make a report, every format of it, without a panic (a NaN time, an
 //! empty list of pairs, a gate without a status). Inputs that once failed are kept beside

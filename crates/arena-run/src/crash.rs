@@ -1,4 +1,4 @@
-//! Crash points, for the crash tests (issue 41). Where the environment variable
+//! Crash points, for the crash tests. Where the environment variable
 //! [`CRASH_AT`] names a point, the process kills itself with SIGKILL there: no destructor,
 //! no flush, no cleanup runs, as when a client is killed or its machine is lost. A test can
 //! so end a run at exactly the moment it means (a result's temporary file written but not

@@ -270,7 +270,7 @@ pub struct TaskResult {
     pub cross_check: Option<arena_eval::cross_check::CrossCheck>,
     /// The trusted evaluator's record of each evaluation, by phase: its secret seed (told
     /// once no kernel ran any more), its warnings, its gate times.
-    /// A phase whose evaluator wrote no record is absent (results before stop 50 held null).
+    /// A phase whose evaluator wrote no record is absent (results before 2026-11-27 held null).
     #[serde(
         default,
         skip_serializing_if = "BTreeMap::is_empty",
@@ -412,7 +412,7 @@ mod tests {
     }
 
     /// An evaluator's record is read by its typed fields and written back as it was; a null
-    /// record (written before stop 50 where an evaluator left none) is read as absent.
+    /// record (written before 2026-11-27 where an evaluator left none) is read as absent.
     #[test]
     fn evaluator_records_are_typed_and_a_null_one_is_absent() {
         let mut v = minimal(TASK_RESULT_SCHEMA);

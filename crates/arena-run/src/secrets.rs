@@ -1,5 +1,5 @@
 //! Values that belong to a run's submitter, not to the machine that runs it: the API keys of
-//! agents that call a model (issue 39). An agent file names them (`secrets = ["NAME"]`); the
+//! agents that call a model. An agent file names them (`secrets = ["NAME"]`); the
 //! submitter gives each value with the run (`arenactl run --secret NAME=FILE`, or
 //! `SubmitRunRequest.secrets`), never the runner's environment, which every submitter of a
 //! shared runner would share. A value is held in memory for the run and put in the agent's

@@ -1,4 +1,4 @@
-//! Property tests of agent files (issue 41): an agent file is outside input (a lab writes it,
+//! Property tests of agent files: an agent file is outside input (a lab writes it,
 //! `arenactl run --agent FILE` reads it), so any text, and any edit of a shipped one, must be
 //! read or refused with an error that names the file, never a panic; an agent that is read
 //! has a command, a timeout and mounts at places arena allows. Inputs that once failed are

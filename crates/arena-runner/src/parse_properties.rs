@@ -1,4 +1,4 @@
-//! Property tests of what the runner parses from outside (issue 41): a token file, a `--gpus`
+//! Property tests of what the runner parses from outside: a token file, a `--gpus`
 //! spec, and a line of `nvidia-smi` output. Any text is read or refused with an error that
 //! names where it came from; nothing panics.
 

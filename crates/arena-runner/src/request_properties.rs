@@ -1,4 +1,4 @@
-//! Property tests of gRPC requests (issue 41): a runner serves every client of its socket or
+//! Property tests of gRPC requests: a runner serves every client of its socket or
 //! token file, so any SubmitRun request, with fields a client chose (paths, selectors, agent
 //! names, numbers), must start a run or be refused with a status whose message names what
 //! was wrong; never a panic, and never work or memory in proportion to a number the client

@@ -4,7 +4,7 @@
 //! [`SUBNET`] from CNI's `ptp` and `host-local` plugins (containernetworking-plugins; they also
 //! turn on IPv4 forwarding). A table of arena's own in nftables masquerades what leaves
 //! [`SUBNET`] (not the plugin's `ipMasq`, which needs `iptables`: a node may have none, as the
-//! lent GPU machines have none, and the offline kit ships `nft`), and drops, for every packet
+//! some GPU machines have none, and the offline kit ships `nft`), and drops, for every packet
 //! from [`SUBNET`]:
 //! - anything addressed to the host itself (the input hook, and before it the prerouting hook
 //!   ahead of any destination NAT of the host's: every host address and port —

@@ -1,4 +1,4 @@
-//! Property tests of what Slurm prints back to arena (issue 41): `squeue`'s lines in
+//! Property tests of what Slurm prints back to arena: `squeue`'s lines in
 //! SQUEUE_FORMAT and the job names in them are outside input (any user's jobs are listed, and
 //! job names are free text), so any text must parse without a panic into jobs whose fields
 //! come from the line, and the lines arena's own jobs make must come back as they were. Inputs

@@ -1,4 +1,4 @@
-//! Property tests of the task reader (issue 41): a task's `config.yaml` is outside input, so
+//! Property tests of the task reader: a task's `config.yaml` is outside input, so
 //! any text, and any edit of a real config, must be read or refused with an error that names
 //! the file; it must never panic. A config that is read keeps arena's rules: its sources lie
 //! inside the task. Inputs that once failed are kept in proptest-regressions/ and run first.

@@ -378,7 +378,7 @@ print("ok")
 }
 
 /// Whatever a kernel process writes is decoded or refused as a WireError, never another
-/// exception and never unbounded work (issue 41, the evaluator's wire codec): valid encodings
+/// exception and never unbounded work (the evaluator's wire codec): valid encodings
 /// of nested values and JSON messages, edited at random (bytes set, cut, inserted; length
 /// fields set to 0, 2³²−1, 2⁶³ and just past the limits), 20 000 of each, from a fixed seed so
 /// that a failure is reproduced by running the test again. A message nested past Python's

@@ -1,4 +1,4 @@
-//! What the evaluator holds of a large case (issue 40), without a device: a torch stand-in
+//! What the evaluator holds of a large case, without a device: a torch stand-in
 //! whose tensors say which device they are on.
 
 use super::tests::assert_prints_ok;

@@ -1,4 +1,4 @@
-//! A secret sample of each timed batch's outputs checked (`checked_calls`, issue 40), without a
+//! A secret sample of each timed batch's outputs checked (`checked_calls`), without a
 //! device: which calls are checked, that the kernel's inputs do not depend on it, and that a
 //! kernel wrong where it is checked fails while the correctness gate checks every call.
 

@@ -1,7 +1,7 @@
 """Whether a configuration's own check can tell a kernel that computes from one that hands
-back an earlier answer, or zeros (issue 37). Found on an H200 in stop 54: KernelBench's level-3
+back an earlier answer, or zeros. Found on an H200 on 2026-11-28: KernelBench's level-3
 3_DeepNarrowMLP, whose output barely depends on its input, read 51x for a kernel that returned
-the outputs of earlier calls, every gate passing (docs/measurements.md).
+the outputs of earlier calls, every gate passing (docs/benchmarks.md).
 
 The task's check is applied to the reference outputs of other inputs as if a kernel had given
 them. Where it passes three of them in a row, the configuration admits other inputs' outputs:
@@ -10,14 +10,14 @@ a paired evaluation then times nothing on it and credits no speedup there, and s
 tells inputs apart fails the first probe, so a sensitive task pays one comparison per
 configuration; an output of few values (an index of ten) passes a probe by chance, which is why
 one probe is not enough. Where the check passes zeros of the reference's shapes (outputs smaller
-than the tolerance: seven of vLLM's tasks), no speedup is credited either (stop 55)."""
+than the tolerance: seven of vLLM's tasks), no speedup is credited either."""
 
 PROBES = 3
 # A reference larger than this is not kept for the kept-answer probe (it would be held beside
 # the next call's inputs and output): elementwise outputs that large follow their inputs
 # anyway, and what admits other inputs' answers is mostly small (a loss, a norm, a narrow
 # network's output). It is still probed with zeros, made without memory of their own (one
-# zero, expanded to the shape: stop 56; before, KernelBench's 23_Softmax, whose 6 GiB of
+# zero, expanded to the shape: 2026-11-28; before, KernelBench's 23_Softmax, whose 6 GiB of
 # outputs are each under its atol, passed zeros and was credited their speed).
 MAX_BYTES = 1 << 30
 
@@ -66,7 +66,7 @@ def _check_for(h, want):
     """The check the probes offer other answers to, and whether it is check_kept: that where
     the reference keeps the original's outputs instead of being one (a derived harness), else
     check. A reference that keeps outputs with no check_kept beside it is an error, said, not a
-    probe that can never pass: before stop 56 the evaluator's harness wrapper did not pass a
+    probe that can never pass: before 2026-11-28 the evaluator's harness wrapper did not pass a
     derived harness's check_kept on, and both probes of every derived harness answered "told
     apart" without looking (found on an H200: a zeros kernel read 3x on kda_recompute_wu)."""
     if not callable(getattr(want, "outputs_kept", None)):

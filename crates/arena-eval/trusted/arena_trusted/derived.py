@@ -447,8 +447,8 @@ def _seed_torch(s):
     draws. torch.manual_seed also seeds XPU and MTIA, and where those are absent each call
     queues a lazy call for them with its formatted Python stack (and, on a machine without
     CUDA, one for CUDA too), dearer the deeper the stack: twice per timed call of a derived
-    harness, a third of an evaluation on an H200 (42 -> 28 s for rms_norm; docs/measurements.md,
-    stop 54), and a queue that never empties."""
+    harness, a third of an evaluation on an H200 (42 -> 28 s for rms_norm; docs/benchmarks.md,
+    2026-11-28), and a queue that never empties."""
     s = int(s)
     if torch.cuda.is_available() and not torch.cuda._is_in_bad_fork():
         torch.cuda.manual_seed_all(s)

@@ -70,7 +70,7 @@ class GpuData:
         self.order = OrderCheck(self)
         # A watched stretch with a gap between two timer reads longer than this, or that
         # stopped later than `late_stop_us`, was shared with another context's work. Measured
-        # on an H100 (docs/measurements.md, "The device watch"): gaps of an idle device and of
+        # on an H100 (docs/benchmarks.md, "The device watch"): gaps of an idle device and of
         # the evaluator's own copies at most 20 us, one 1-element kernel of another process
         # 296-306 us (the switch of contexts), a kernel running on 2.4 ms (a time slice); stops
         # 8-30 us, and up to 2.2 ms late behind another context's kernel. How late a watch
@@ -96,7 +96,7 @@ class GpuData:
         `last` try of the batch, and DeviceBusy on the last.
 
         Why more than one try: one watched window in about 550 of an untouched pair's once
-        read busy (docs/measurements.md, stop 47), work that was neither kernel's. The caller
+        read busy (docs/benchmarks.md), work that was neither kernel's. The caller
         writes fresh inputs for every try and times only after a clean one, so a kernel
         process that works while stopped gains nothing from the tries it is seen in (their
         inputs are never timed nor its outputs of them checked as right), and is seen in
@@ -206,7 +206,7 @@ class GpuData:
         to drop its mappings and torch's cache, and the evaluator's cache too. Two such pools
         on the device at once (one per kernel, with the evaluator's own copy of the inputs)
         would take three times the inputs where KernelBench's own harness takes one; a case
-        this large costs a pool a batch instead (docs/measurements.md, issue 40)."""
+        this large costs a pool a batch instead (docs/benchmarks.md)."""
         for role in [r for r in self.state if r != kernel.role]:
             self.evict(self.state[role]["kernel"], timeout)
         torch.cuda.empty_cache()

@@ -147,7 +147,7 @@ class Watch:
         between two timer reads longer than `gap_limit_us` (another context ran), or a stop
         later than `late_stop_us` (another context held the device when the watch was told to
         stop). How late it started is not judged: that is the host's time as much as the
-        device's (docs/measurements.md, "The device watch")."""
+        device's (docs/benchmarks.md, "The device watch")."""
         if self.gap_us > gap_limit_us:
             return f"a gap of {self.gap_us:.0f} us in the device's timer reads ({self.over_us:.0f} us of gaps in all)"
         if self.stop_us > late_stop_us:

@@ -419,7 +419,7 @@ class Session:
                     self._session(kernels, i, st, share[s], s, target, max_calls)
                 except (CheckFailed, KernelFailed, NotCapturable) as e:
                     # NotCapturable: a kernel captured while sized refuses a timed capture
-                    # (in this session's fresh process, or at will): the case's failure.
+                    # (in the session's fresh process, or at will): the case's failure.
                     st["case"]["error"] = self.failed(i, e)
         cases, failed = [], False
         for st in state:

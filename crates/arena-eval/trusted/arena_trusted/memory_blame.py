@@ -16,13 +16,13 @@ output (a huge allocation with a small output in it) is counted as the kernel's.
 The verdict: the judged kernel (the last) is at fault when its processes held more than every
 other kernel's by more than MARGIN; then the gate under way fails, naming both sizes. Else the
 evaluation fails as before, with the sizes in its record: a case that does not fit beside the
-original's own footprint is never the candidate's fault (issue 40)."""
+original's own footprint is never the candidate's fault."""
 import time
 
 import jail
 
 # Two processes of the same kernel differ by their torch and Triton contexts' sizes and by
-# what torch's allocator happened to keep (docs/measurements.md has the sizes measured on an
+# what torch's allocator happened to keep (docs/benchmarks.md has the sizes measured on an
 # H100). Past this, one kernel holds memory the other does not.
 MARGIN = 512 << 20
 # A killed process's device memory is the driver's again within its exit; large ones take

@@ -1,4 +1,4 @@
-"""How a batch of calls is timed: the one home of the evaluator's timing (issue 42).
+"""How a batch of calls is timed: the one home of the evaluator's timing.
 
 A timed batch, in order (measure.py's Session.batch runs it; the settings are
 perf_settings.PerfSettings, read once from job.json and passed here):

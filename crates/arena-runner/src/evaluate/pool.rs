@@ -124,7 +124,7 @@ impl Drop for Admission<'_> {
     }
 }
 
-/// An evaluator lent to one request: back among the idle ones when released, stopped if the
+/// An evaluator given to one request: back among the idle ones when released, stopped if the
 /// request ends any other way (its future dropped included).
 struct Busy<'a> {
     pool: &'a Pool,

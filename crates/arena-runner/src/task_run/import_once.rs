@@ -1,4 +1,4 @@
-//! Each locked image of a run imported once (issue 40). Task runs that want the same image —
+//! Each locked image of a run imported once. Task runs that want the same image —
 //! two GPUs' first task runs both need the multi-gigabyte base — wait for one import instead
 //! of unpacking it side by side, and the queue has an image in before a task run takes a GPU
 //! ([`RunContext::images_ready`], the scheduler's `ready`): no GPU is held while an image is

@@ -1,7 +1,7 @@
 //! What each container of a task run is for. Whether a container is given hidden
 //! configurations decides how little of it is kept (its logs, its kernels' output, its gate
 //! messages): that is a property of the phase, asked of the type, never read off how a name
-//! is spelled (issue 42: a typo in a string prefix would have leaked a hidden configuration).
+//! is spelled (a typo in a string prefix would have leaked a hidden configuration).
 
 use std::fmt;
 

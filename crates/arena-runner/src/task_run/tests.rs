@@ -95,7 +95,7 @@ async fn the_agent_runs_on_a_read_only_root_in_a_sized_workspace_under_a_watchdo
     // Root in its container, with no capability at all: the GPU driver refuses NVML's
     // settings (clocks, power limit, compute mode) to a process without CAP_SYS_ADMIN, so an
     // agent cannot change the device the evaluations after it run on (ci/gpu/nvml-privilege.py,
-    // docs/measurements.md).
+    // docs/benchmarks.md).
     assert!(
         spec.config.capabilities.is_empty(),
         "{:?}",

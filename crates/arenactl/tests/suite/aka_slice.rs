@@ -108,7 +108,7 @@ fn the_slice_validates_and_gets_unseen_sets_that_keep_its_rules() {
         "--json",
     ]));
     let cov = &v["coverage"];
-    // The counts as measured on this slice (docs/measurements.md): 27 sets; of the 4 others,
+    // The counts as measured on this slice (docs/benchmarks.md): 27 sets; of the 4 others,
     // 1 declares its shapes only in the agent's own file (refk_identity's kernel.py), 2
     // build them by calls inside functions, and 1 has no problem dimension (test_load_reduce:
     // its only sizes are named as blocks). rocmbench's files hold the kernel and its tests

@@ -1,4 +1,4 @@
-//! The benchmark sets' lockfiles (issue 39): lockfiles/aka-cuda.lock pins AgentKernelArena's
+//! The benchmark sets' lockfiles: lockfiles/aka-cuda.lock pins AgentKernelArena's
 //! 196 Triton tasks as `arenactl task materialize` writes them from AKA's commit d6f7c8a4, and
 //! lockfiles/kernelbench-cuda.lock KernelBench's 250 problems of levels 1-3 as `arenactl task
 //! import kernelbench` writes them from commit 423217d (ci/lock-benchmarks.sh). The fixture

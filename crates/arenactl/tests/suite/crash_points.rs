@@ -1,4 +1,4 @@
-//! A run whose client dies at every point of it (issue 41): `arenactl run` killed with SIGKILL
+//! A run whose client dies at every point of it: `arenactl run` killed with SIGKILL
 //! by arena_run::crash's points (`ARENA_CRASH_AT`): while each container runs, once each has
 //! ended, between a result's complete temporary file and its rename, and before the run's
 //! record and results are in place; then containerd restarted while an agent runs. After each,

@@ -2,7 +2,7 @@
 //! 1-3, copied unchanged from KernelBench): `arenactl task import kernelbench` turns every one
 //! into a valid task with a trusted harness, twice to the same digests, and unseen generation
 //! reads their sizes and keeps their rules. Bad input is refused with a reason. (Running the
-//! tasks needs PyTorch and a GPU: docs/measurements.md has the H100 runs.)
+//! tasks needs PyTorch and a GPU: docs/benchmarks.md has the H100 runs.)
 
 use crate::common;
 

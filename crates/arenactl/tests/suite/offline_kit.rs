@@ -1,4 +1,4 @@
-//! The air-gapped path as one archive (issue 39): `arenactl offline pack` on this (connected)
+//! The air-gapped path as one archive: `arenactl offline pack` on this (connected)
 //! machine, then, in a network namespace without routes where the host's own containerd, ctr,
 //! runc, nft and CNI plugins are masked, the kit's own arenactl installs it into a new prefix
 //! (every file and digest verified), verifies it again, starts the kit's containerd and runs

@@ -196,7 +196,7 @@ impl Drop for Mounted {
     }
 }
 
-/// The run directory's file system fills up inside a task run (issue 41: ENOSPC, a 160 KiB
+/// The run directory's file system fills up inside a task run (ENOSPC, a 160 KiB
 /// tmpfs, less than the evaluator's files it copies there): the run fails with the error
 /// named, nothing it wrote is half written (every result there parses), and it leaves no
 /// container, snapshot or lease. Once there is room, the same command completes the run.

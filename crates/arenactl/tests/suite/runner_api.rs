@@ -436,7 +436,7 @@ fn tcp_needs_tokens_and_one_identity_cannot_act_on_anothers_run() {
 }
 
 /// `arenactl runner serve` killed with SIGKILL while a run submitted with `--runner` has its
-/// agent's container running (issue 41): the client fails, and the same client command,
+/// agent's container running: the client fails, and the same client command,
 /// against a runner started again on the same store, completes the run: its one result is
 /// there once, and nothing of the killed runner's is left in containerd.
 #[test]

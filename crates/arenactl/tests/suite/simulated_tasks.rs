@@ -1,4 +1,4 @@
-//! The simulated (c2rv32) tasks end to end (issue 43): the rv32sim image rebuilt from its
+//! The simulated (c2rv32) tasks end to end: the rv32sim image rebuilt from its
 //! pinned inputs (the Verilator build included) to the digests lockfiles/rv32.lock pins, then
 //! `arenactl run` on its five tasks through a real containerd with scripted agents: one that
 //! writes faster kernels, one that writes wrong ones, and the adversaries of
