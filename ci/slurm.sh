@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A real single-node Slurm cluster for arena's tests and benchmarks (Debian's slurmctld, slurmd,
-# munge; installed by ci/setup.sh), with N fake GPUs declared as gres: device nodes under DIR
+# munge; installed by ci/setup-tests.sh), with N fake GPUs declared as gres: device nodes under DIR
 # with /dev/null's numbers, so Slurm hands out gpu indices and sets SLURM_JOB_GPUS and
 # CUDA_VISIBLE_DEVICES as on a GPU node. Everything lives under DIR. Needs root.
 #   ci/slurm.sh start DIR [N]   prints the slurm.conf path once the node is idle
@@ -27,7 +27,7 @@ stop)
 start) ;;
 *) echo "usage: ci/slurm.sh start|stop DIR [NGPUS]" >&2; exit 2 ;;
 esac
-command -v slurmctld >/dev/null || { echo "ci/slurm.sh: slurmctld not found (bash ci/setup.sh installs it)" >&2; exit 1; }
+command -v slurmctld >/dev/null || { echo "ci/slurm.sh: slurmctld not found (bash ci/setup-tests.sh installs it)" >&2; exit 1; }
 mkdir -p "$D"/{spool,state,log,run}
 for i in $(seq 0 $((N-1))); do [ -e "$D/gpu$i" ] || mknod -m 666 "$D/gpu$i" c 1 3; done
 if [ ! -f /etc/munge/munge.key ]; then

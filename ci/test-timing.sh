@@ -17,7 +17,7 @@ export ARENA_TEST_STORES=${ARENA_TEST_STORES:-$cache/stores}
 export CARGO_INCREMENTAL=${CARGO_INCREMENTAL:-0}
 export CARGO_PROFILE_DEV_DEBUG=${CARGO_PROFILE_DEV_DEBUG:-line-tables-only}
 export ARENA_TEST_TIER=timing
-bash ci/setup.sh
+bash ci/setup-tests.sh
 load=$(cut -d' ' -f1 /proc/loadavg)
 echo "== ci/test-timing.sh: load average $load (an idle machine reads under 0.5)"
 cargo nextest run -p arenactl --locked --config-file ci/nextest.toml --profile timing -E '

@@ -23,7 +23,7 @@ export CARGO_PROFILE_DEV_DEBUG=${CARGO_PROFILE_DEV_DEBUG:-line-tables-only}
 # Each step's start, with the seconds since this script's: where the time goes, in the log.
 step() { echo "== ci/test.sh: $1 (at ${SECONDS} s)"; }
 step setup
-bash ci/setup.sh
+bash ci/setup-tests.sh
 step format
 cargo fmt --all -- --check
 python3 ci/module-cycles.py   # no cycles between the modules of a crate

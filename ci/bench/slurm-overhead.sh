@@ -10,7 +10,7 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 runs=${1:-3}
 work=$(mktemp -d /tmp/arena-slurm-bench-XXXX)
 cd "$root"
-bash ci/setup.sh
+bash ci/setup-tests.sh
 cargo build --release --locked -q -p arenactl
 arenactl=$root/target/release/arenactl
 export ARENA_DEB_DIR=${ARENA_DEB_DIR:-$root/target/arena-debs}
