@@ -27,6 +27,7 @@ bash ci/setup-tests.sh
 step format
 cargo fmt --all -- --check
 python3 ci/module-cycles.py   # no cycles between the modules of a crate
+python3 ci/check-docs.py      # no dead paths in the docs, no words of the project's own history
 step clippy
 cargo clippy --workspace --all-targets --locked -q -- -D warnings
 step tests
