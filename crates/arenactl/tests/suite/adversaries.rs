@@ -208,7 +208,7 @@ fn a_kernel_cannot_reach_the_original_it_is_paired_with() {
     assert!(!logs.contains("LEFTOVER FOUND"), "{logs}");
     assert_eq!(
         logs.matches("DENIED /scratch/60001/planted").count(),
-        2 + arena_eval::paired::DEFAULT_PAIRS as usize,
+        2 + Daemon::judged_perf_pairs(),
         "{logs}"
     );
     unchanged(&before);

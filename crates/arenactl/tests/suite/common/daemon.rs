@@ -276,6 +276,16 @@ impl Daemon {
         run_tasks(args, tasks, out, extra)
     }
 
+    /// The rounds [`Daemon::run_judged`] gives a self-reported harness: the cheap timing's on
+    /// every push, the default in the timing tier.
+    pub fn judged_perf_pairs() -> usize {
+        if super::tier::timing() {
+            arena_eval::paired::DEFAULT_PAIRS as usize
+        } else {
+            CHEAP_PERF_PAIRS
+        }
+    }
+
     /// The run of a test that judges an untouched self-timed kernel's speedup against a bar
     /// (common::tier). On every push: [`Daemon::run_on`], the bar generous. In the timing tier:
     /// [`CHEAP_TIMING`] but for `--perf-pairs`, so that a self-reported harness runs the default
