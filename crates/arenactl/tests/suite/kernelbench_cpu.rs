@@ -170,7 +170,8 @@ fn kernelbench_problems_evaluate_on_the_cpu() {
     let lockfile = lock(d.dir.path(), &wheels, &store);
     let sock = d.dir.path().join("runner.sock");
     let mut server = arenactl()
-        .args(["runner", "serve", "--gpus", "cpu:1", "--listen"])
+        // Two slots: the evaluations below go two at a time.
+        .args(["runner", "serve", "--gpus", "cpu:2", "--listen"])
         .arg(format!("unix:{}", sock.display()))
         .args(["--containerd", &d.socket, "--store"])
         .arg(&store)
@@ -189,32 +190,43 @@ fn kernelbench_problems_evaluate_on_the_cpu() {
         let r = Runner::connect(&format!("unix:{}", sock.display()))
             .await
             .unwrap();
-        let mut out = Vec::new();
-        let units = PROBLEMS
+        let units: Vec<(&str, &str)> = PROBLEMS
             .iter()
             .flat_map(|t| ["untouched", "wrong", "cached"].map(|a| (*t, a)))
             .chain([
                 (SOFTMAX, "untouched"),
                 (SOFTMAX, "zeros"),
                 (PROBLEMS[1], "zeros"),
-            ]);
-        for (task, agent) in units {
-            let file = if agent == "untouched" {
-                std::fs::read(tasks.join(task).join("source/model_new.py")).unwrap()
-            } else {
-                attacked(d.dir.path(), agent, task)
-            };
-            let e = r
-                .evaluate(
-                    Evaluate::new(&lockfile, task)
-                        .file("source/model_new.py", file)
-                        .trusted_pairs(3),
-                )
-                .await
-                .unwrap_or_else(|e| panic!("{task} {agent}: {e}"));
-            out.push((task.to_string(), agent, e));
-        }
-        out
+            ])
+            .collect();
+        // Two callers, each with every other unit, one request at a time each: the runner's
+        // two slots stay busy.
+        let one = |k: usize| {
+            let (r, units, tasks, lockfile, dir) = (&r, &units, &tasks, &lockfile, d.dir.path());
+            async move {
+                let mut out = Vec::new();
+                for &(task, agent) in units.iter().skip(k).step_by(2) {
+                    let file = if agent == "untouched" {
+                        std::fs::read(tasks.join(task).join("source/model_new.py")).unwrap()
+                    } else {
+                        attacked(dir, agent, task)
+                    };
+                    let e = r
+                        .evaluate(
+                            Evaluate::new(lockfile, task)
+                                .file("source/model_new.py", file)
+                                .trusted_pairs(3),
+                        )
+                        .await
+                        .unwrap_or_else(|e| panic!("{task} {agent}: {e}"));
+                    out.push((task.to_string(), agent, e));
+                }
+                out
+            }
+        };
+        let (mut a, b) = tokio::join!(one(0), one(1));
+        a.extend(b);
+        a
     });
     let _ = Command::new("kill")
         .args(["-INT", &server.id().to_string()])

@@ -35,8 +35,13 @@ fn unseen_configurations_reach_only_the_evaluator() {
         .next()
         .unwrap()
         .to_string();
-    let with_unseen = |agent: &str, out: &Path| -> Value {
+    // `tasks`: all of them where empty.
+    let with_unseen = |agent: &str, out: &Path, tasks: &[&str]| -> Value {
         let mut args = d.run_args_all(agent, out);
+        if !tasks.is_empty() {
+            args.push("--tasks".to_string());
+            args.extend(tasks.iter().map(|t| t.to_string()));
+        }
         args.extend([
             "--unseen".to_string(),
             hidden.display().to_string(),
@@ -49,7 +54,7 @@ fn unseen_configurations_reach_only_the_evaluator() {
 
     // Hard-coding the visible shapes passes seen correctness and fails the unseen ones; the
     // honest kernel passes both.
-    let report = with_unseen("ci/agents/overfit.toml", &tmp.join("overfit"));
+    let report = with_unseen("ci/agents/overfit.toml", &tmp.join("overfit"), &[]);
     for r in results(&tmp.join("overfit")) {
         assert_eq!(r["unseen"]["set_digest"], digest.as_str());
         assert_eq!(
@@ -220,7 +225,12 @@ container = "/oob"
     )
     .unwrap();
     let out = tmp.join("adversary");
-    with_unseen(agent.to_str().unwrap(), &out);
+    // One task: every agent container is made alike, whatever the task's trust.
+    with_unseen(
+        agent.to_str().unwrap(),
+        &out,
+        &["python2python/arena/prefix_sum"],
+    );
     for r in results(&out) {
         let ws = out
             .join("tasks")
@@ -249,7 +259,15 @@ container = "/oob"
     // A kernel that searches the evaluator it runs in (files, /proc) prints what it read;
     // nothing of the set reaches any file of the run directory.
     let out = tmp.join("hidden-search");
-    with_unseen("ci/agents/adversary/hidden_search.toml", &out);
+    // A trusted evaluator and a self-reported one: the kernel searches each kind.
+    with_unseen(
+        "ci/agents/adversary/hidden_search.toml",
+        &out,
+        &[
+            "python2python/arena/prefix_sum",
+            "python2python/arena/sum_squares",
+        ],
+    );
     let logs = phase_logs(&out, "python2python/arena/prefix_sum", "candidate");
     assert!(
         logs.contains("READ /proc/"),
