@@ -60,8 +60,17 @@ fn load() -> anyhow::Result<Config> {
     tracing::debug!(file = %file.display(), named, "reading the configuration file");
     let text = match std::fs::read_to_string(&file) {
         Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound && !named => {
-            return Ok(Config::default())
+        // The default file of a HOME this user may not read (a command run as another user
+        // with root's environment) is no configuration, as a missing one is.
+        Err(e)
+            if !named
+                && matches!(
+                    e.kind(),
+                    std::io::ErrorKind::NotFound | std::io::ErrorKind::PermissionDenied
+                ) =>
+        {
+            tracing::debug!(file = %file.display(), error = %e, "no configuration file");
+            return Ok(Config::default());
         }
         Err(e) => {
             let how = if named {

@@ -28,6 +28,15 @@ fn readable_file(flag: &str, p: &Path) -> anyhow::Result<()> {
     }
 }
 
+/// Whether `p` exists but this user may not read it (or enter a directory on its way).
+fn unreadable_here(p: &Path) -> bool {
+    let denied = |e: std::io::Error| e.kind() == std::io::ErrorKind::PermissionDenied;
+    match std::fs::metadata(p) {
+        Err(e) => denied(e),
+        Ok(_) => std::fs::File::open(p).err().is_some_and(denied),
+    }
+}
+
 /// `p` is a directory.
 fn directory(flag: &str, p: &Path) -> anyhow::Result<()> {
     match std::fs::metadata(p) {
@@ -119,18 +128,25 @@ pub fn run(args: &RunArgs, runner: &Option<String>, out: &Path) -> anyhow::Resul
     if !paths_are_local(runner) {
         return Ok(());
     }
-    let lock = lockfile("--image-lock", &args.image_lock)?;
-    let ids: Vec<String> = lock.images.iter().filter_map(|r| r.task.clone()).collect();
-    arena_run::plan::select(&args.tasks, &ids).map_err(|e| {
-        anyhow::anyhow!(
-            "{e} ({} locks {} tasks: `arenactl task list` shows their ids)",
-            args.image_lock.display(),
-            ids.len()
-        )
-    })?;
+    // A runner on a unix socket may run as another user, who can read what this one cannot:
+    // a file this user may not read is then the runner's to judge.
+    let theirs = |p: &Path| runner.is_some() && unreadable_here(p);
+    if !theirs(&args.image_lock) {
+        let lock = lockfile("--image-lock", &args.image_lock)?;
+        let ids: Vec<String> = lock.images.iter().filter_map(|r| r.task.clone()).collect();
+        arena_run::plan::select(&args.tasks, &ids).map_err(|e| {
+            anyhow::anyhow!(
+                "{e} ({} locks {} tasks: `arenactl task list` shows their ids)",
+                args.image_lock.display(),
+                ids.len()
+            )
+        })?;
+    }
     let agent = Path::new(&args.agent);
     if agent.is_file() || args.agent.contains('/') {
-        arena_run::agent::Agent::load(agent).map_err(|e| anyhow::anyhow!("--agent: {e}"))?;
+        if !theirs(agent) {
+            arena_run::agent::Agent::load(agent).map_err(|e| anyhow::anyhow!("--agent: {e}"))?;
+        }
     } else if runner.is_none() {
         // A name is the runner's to look up: here only for a runner this process starts.
         let dir = &args.local.agents_dir;
@@ -145,12 +161,17 @@ pub fn run(args: &RunArgs, runner: &Option<String>, out: &Path) -> anyhow::Resul
         arena_run::agent::Agent::load(&file).map_err(|e| anyhow::anyhow!("--agent: {e}"))?;
     }
     if let Some(h) = &args.unseen {
-        hidden_set("--unseen", h)?;
+        if !theirs(h) && !theirs(&h.join(arena_task::hidden::MANIFEST)) {
+            hidden_set("--unseen", h)?;
+        }
     }
     if let Some(b) = &args.bundle {
         readable_file("--bundle", b)?;
     }
-    out_dir("--out", out)
+    match out_dir("--out", out) {
+        Err(_) if theirs(out) || out.ancestors().skip(1).any(theirs) => Ok(()),
+        r => r,
+    }
 }
 
 /// Everything `arenactl unseen eval` can check on this machine.

@@ -32,10 +32,9 @@ fn os_reason(addr: &str) -> Option<std::io::Error> {
 }
 
 /// What to do when the runner at `addr` is not there.
-fn runner_hint(addr: &str, why: Option<&std::io::Error>) -> String {
-    use std::io::ErrorKind::*;
-    match why.map(|e| e.kind()) {
-        Some(PermissionDenied) => format!(
+fn runner_hint(addr: &str, why: &std::io::Error) -> String {
+    match why.kind() {
+        std::io::ErrorKind::PermissionDenied => format!(
             "the socket is the runner's user's and its group's (mode 660): join that group, \
              or start the runner with --socket-group GROUP ({addr})"
         ),
@@ -56,15 +55,16 @@ pub fn runner_error(addr: &str, e: arena_client::ClientError) -> anyhow::Error {
     if !matches!(e, arena_client::ClientError::Connect { .. }) {
         return e.into();
     }
-    let why = os_reason(addr);
+    // Reachable after all (a missing token, a TLS or protocol failure): no hint to start it.
+    let Some(why) = os_reason(addr) else {
+        return e.into();
+    };
     let mut msg = e.to_string();
-    if let Some(os) = &why {
-        let os = os.to_string();
-        if !msg.contains(&os) {
-            msg = format!("{msg}: {os}");
-        }
+    let os = why.to_string();
+    if !msg.contains(&os) {
+        msg = format!("{msg}: {os}");
     }
-    anyhow::anyhow!("{msg}\nhint: {}", runner_hint(addr, why.as_ref()))
+    anyhow::anyhow!("{msg}\nhint: {}", runner_hint(addr, &why))
 }
 
 /// `e` (from connecting to containerd at `socket`) with a hint, where it is a failure to
@@ -73,16 +73,16 @@ pub fn containerd_error(socket: &Path, e: arena_runtime::RuntimeError) -> anyhow
     if !matches!(e, arena_runtime::RuntimeError::Connect { .. }) {
         return e.into();
     }
+    let Some(why) = std::os::unix::net::UnixStream::connect(socket).err() else {
+        return e.into();
+    };
     let mut msg = e.to_string();
-    let why = std::os::unix::net::UnixStream::connect(socket).err();
-    if let Some(os) = &why {
-        let os = os.to_string();
-        if !msg.contains(&os) {
-            msg = format!("{msg}: {os}");
-        }
+    let os = why.to_string();
+    if !msg.contains(&os) {
+        msg = format!("{msg}: {os}");
     }
-    let hint = match why.map(|e| e.kind()) {
-        Some(std::io::ErrorKind::PermissionDenied) => format!(
+    let hint = match why.kind() {
+        std::io::ErrorKind::PermissionDenied => format!(
             "{} is root's: run arenactl as root (containerd's socket is not shared)",
             socket.display()
         ),
