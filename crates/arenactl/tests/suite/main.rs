@@ -10,6 +10,7 @@ mod aka_slice;
 mod aka_tasks;
 mod benchmark_locks;
 mod class_entry;
+mod cli_config;
 mod cli_conventions;
 mod crash_points;
 mod derived_harnesses;
