@@ -129,8 +129,23 @@ pub async fn connect(addr: &str, token_file: Option<&Path>) -> Result<Client, Cl
             .connect()
             .await
     }
-    .map_err(|e| failed(format!("{e}")))?;
+    .map_err(|e| failed(with_causes(&e)))?;
     Ok(RunnerClient::with_interceptor(channel, Bearer(bearer)))
+}
+
+/// `e` and each of its causes once: tonic's "transport error" alone hides the OS's reason
+/// (no such socket, connection refused).
+fn with_causes(e: &dyn std::error::Error) -> String {
+    let mut line = e.to_string();
+    let mut next = e.source();
+    while let Some(cause) = next {
+        let c = cause.to_string();
+        if !line.contains(&c) {
+            line = format!("{line}: {c}");
+        }
+        next = cause.source();
+    }
+    line
 }
 
 /// One candidate of one task to evaluate.

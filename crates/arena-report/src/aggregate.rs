@@ -214,7 +214,8 @@ pub fn aggregate(label: &str, scores: &[&TaskScore]) -> Aggregate {
             .enumerate()
             .map(|(k, &p)| FastP {
                 p,
-                percent: 100.0 * per_task.iter().map(|t| t.fast[k]).sum::<f64>() / n,
+                // A fold from +0.0: `sum` of no f64 is -0.0, printed as "-0.0".
+                percent: 100.0 * per_task.iter().map(|t| t.fast[k]).fold(0.0, |a, b| a + b) / n,
             })
             .collect(),
         vs_compiled: compiled_column(&by_task),

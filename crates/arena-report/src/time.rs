@@ -47,10 +47,14 @@ impl TimeSummary {
             .iter()
             .filter_map(|r| r.timings.as_ref().map(|t| (r, t)))
             .collect();
-        let total_s: f64 = timed.iter().map(|(_, t)| t.total_s).sum();
+        // Folds from +0.0: `sum` of no f64 is -0.0, which prints as "-0.0".
+        let total_s: f64 = timed.iter().map(|(_, t)| t.total_s).fold(0.0, |a, b| a + b);
         let share = |s: f64| if total_s > 0.0 { s / total_s } else { 0.0 };
         let sum = |f: &dyn Fn(&arena_run::result::Timings) -> Option<f64>| -> f64 {
-            timed.iter().filter_map(|(_, t)| f(t)).sum()
+            timed
+                .iter()
+                .filter_map(|(_, t)| f(t))
+                .fold(0.0, |a, b| a + b)
         };
         let line = |what, seconds| Spent {
             what,
@@ -97,7 +101,7 @@ impl TimeSummary {
             .iter()
             .filter(|(r, _)| r.gpu.as_ref().is_some_and(|g| g.is_device()))
             .map(|(_, t)| t.total_s)
-            .sum();
+            .fold(0.0, |a, b| a + b);
         let mut longest: Vec<(String, u32, f64)> = timed
             .iter()
             .map(|(r, t)| (r.task_id.to_string(), r.repeat, t.total_s))

@@ -18,6 +18,14 @@ pub struct FoundTask {
 /// Lists the tasks at or below `root`, sorted by id. If `root` itself holds a `config.yaml`
 /// it is the one task, with its directory name as id. A root with no task at all is an error.
 pub fn discover(root: &Path) -> Result<Vec<FoundTask>, TaskError> {
+    let (mut found, _) = walk_reporting(root)?;
+    found.sort_by(|a, b| a.id.cmp(&b.id));
+    Ok(found)
+}
+
+/// The tasks at or below `root` (ids relative to it, unsorted) and the directories below it
+/// that hold no task (no config.yaml in them or below), each named at its top only.
+pub(crate) fn walk_reporting(root: &Path) -> Result<(Vec<FoundTask>, Vec<PathBuf>), TaskError> {
     let meta = std::fs::metadata(root).map_err(|e| TaskError::io(root, e))?;
     if !meta.is_dir() {
         return Err(TaskError::io(
@@ -31,23 +39,29 @@ pub fn discover(root: &Path) -> Result<Vec<FoundTask>, TaskError> {
             .ok()
             .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
             .unwrap_or_else(|| root.display().to_string());
-        return Ok(vec![FoundTask {
+        let task = FoundTask {
             id,
             dir: root.to_path_buf(),
-        }]);
+        };
+        return Ok((vec![task], Vec::new()));
     }
     let mut found = Vec::new();
-    walk(root, root, &mut found)?;
+    let mut empty = Vec::new();
+    walk(root, root, &mut found, &mut empty)?;
     if found.is_empty() {
         return Err(TaskError::NoTasks {
             dir: root.to_path_buf(),
         });
     }
-    found.sort_by(|a, b| a.id.cmp(&b.id));
-    Ok(found)
+    Ok((found, empty))
 }
 
-fn walk(root: &Path, dir: &Path, found: &mut Vec<FoundTask>) -> Result<(), TaskError> {
+fn walk(
+    root: &Path,
+    dir: &Path,
+    found: &mut Vec<FoundTask>,
+    empty: &mut Vec<PathBuf>,
+) -> Result<(), TaskError> {
     let mut entries: Vec<_> = std::fs::read_dir(dir)
         .map_err(|e| TaskError::io(dir, e))?
         .collect::<Result<_, _>>()
@@ -74,7 +88,13 @@ fn walk(root: &Path, dir: &Path, found: &mut Vec<FoundTask>) -> Result<(), TaskE
                 .join("/");
             found.push(FoundTask { id, dir: path });
         } else {
-            walk(root, &path, found)?;
+            let (tasks_before, empty_before) = (found.len(), empty.len());
+            walk(root, &path, found, empty)?;
+            if found.len() == tasks_before {
+                // Nothing below: named once, here, not for each of its subdirectories.
+                empty.truncate(empty_before);
+                empty.push(path);
+            }
         }
     }
     Ok(())

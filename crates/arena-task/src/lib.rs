@@ -2,6 +2,7 @@
 //! harness), validates them with errors that name file and field, and computes the canonical
 //! content digest of a task tree.
 
+pub mod canonical;
 pub mod config;
 pub mod declarations;
 pub mod derive;
@@ -21,6 +22,7 @@ pub mod task;
 pub mod task_type;
 pub mod unseen;
 
+pub use canonical::{discover_all_canonical, discover_canonical, Discovery};
 pub use config::{PromptConfig, TaskConfig};
 pub use digest::{harness_digest, task_digest, task_tree, EntryKind, TreeEntry};
 pub use discover::{discover, discover_all, FoundTask};

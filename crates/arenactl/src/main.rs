@@ -4,11 +4,10 @@
 mod arg_parse;
 mod cli;
 mod cmd;
+mod config;
 mod progress;
 
 use std::process::ExitCode;
-
-use clap::Parser;
 
 use cli::{Cli, Command};
 use cmd::Outcome;
@@ -36,18 +35,31 @@ fn quiet_on_broken_stdout() {
     }));
 }
 
-fn main() -> ExitCode {
-    quiet_on_broken_stdout();
-    let cli = Cli::parse();
-    // Text logs default to warnings; JSON logs are for machines, which want the lifecycle.
+/// The log filter: ARENA_LOG when set, else the level -v/-q ask for, else the default of
+/// the log format (text: warnings; JSON logs are for machines, which want the lifecycle).
+fn log_filter(cli: &Cli) -> tracing_subscriber::EnvFilter {
     let default = match cli.log_format {
         cli::LogFormat::Text => "warn",
         cli::LogFormat::Json => "info",
     };
-    let filter = tracing_subscriber::EnvFilter::try_from_env("ARENA_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    let level = match (cli.quiet, cli.verbose) {
+        (true, _) => "error",
+        (false, 0) => default,
+        (false, 1) if default == "info" => "debug",
+        (false, 1) => "info",
+        (false, 2) => "debug",
+        (false, _) => "trace",
+    };
+    tracing_subscriber::EnvFilter::try_from_env("ARENA_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level))
+}
+
+fn main() -> ExitCode {
+    quiet_on_broken_stdout();
+    let cli = Cli::parse_with_examples();
+    progress::set_quiet(cli.quiet);
     let logs = tracing_subscriber::fmt()
-        .with_env_filter(filter)
+        .with_env_filter(log_filter(&cli))
         .with_writer(std::io::stderr);
     match cli.log_format {
         cli::LogFormat::Text => logs.init(),
@@ -67,7 +79,7 @@ fn main() -> ExitCode {
         Command::Bundle(b) => cmd::bundle::run(b),
         Command::Offline(o) => cmd::offline::run(o),
         Command::Unseen(u) => cmd::unseen::run(u),
-        Command::Run(r) => cmd::run::run(r),
+        Command::Run(r) => cmd::run::run(*r),
         Command::Runner(r) => cmd::runner::run(r),
         Command::Eval(e) => cmd::eval::run(*e),
         Command::Cancel { run_dir, out } => cmd::slurm::cancel(&run_dir, out.json),
@@ -76,6 +88,16 @@ fn main() -> ExitCode {
             all,
             out,
         } => cmd::containerd::gc(&containerd, all, out.json),
+        Command::Env(out) => cmd::env::run(out.json),
+        Command::Completions { shell } => {
+            clap_complete::generate(
+                shell,
+                &mut cli::command(),
+                "arenactl",
+                &mut std::io::stdout(),
+            );
+            Ok(Outcome::Ok)
+        }
     };
     match result {
         Ok(Outcome::Ok) => ExitCode::SUCCESS,

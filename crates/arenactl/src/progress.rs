@@ -2,9 +2,22 @@
 //! when it is a terminal; notes always go to stderr (stdout stays clean for --json).
 
 use std::io::IsTerminal;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
 use indicatif::{ProgressBar, ProgressStyle};
+
+/// `-q`: no progress bars, no notes.
+static QUIET: AtomicBool = AtomicBool::new(false);
+
+pub fn set_quiet(q: bool) {
+    QUIET.store(q, Ordering::Relaxed);
+}
+
+/// Whether `-q` was given.
+pub fn quiet() -> bool {
+    QUIET.load(Ordering::Relaxed)
+}
 
 pub struct Bars {
     bar: Mutex<Option<ProgressBar>>,
@@ -15,6 +28,7 @@ pub struct Bars {
 impl Bars {
     /// `quiet` suppresses notes too (for --json).
     pub fn new(quiet: bool) -> Bars {
+        let quiet = quiet || self::quiet();
         Bars {
             bar: Mutex::new(None),
             enabled: std::io::stderr().is_terminal() && !quiet,

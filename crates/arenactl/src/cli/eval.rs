@@ -7,13 +7,21 @@ use clap::Args;
 
 use super::{JsonFlag, RunnerArgs};
 
+// No agent runs here: the agent flags of the runner a command starts are hidden (they still
+// parse, for scripts that pass the same runner flags everywhere).
 #[derive(Debug, Args)]
+#[command(
+    mut_arg("agents_dir", |a| a.hide(true)),
+    mut_arg("agent_mount_roots", |a| a.hide(true)),
+    mut_arg("allow_host_network", |a| a.hide(true)),
+    mut_arg("workspace_size", |a| a.hide(true)),
+)]
 pub struct EvalArgs {
     /// The lockfile that pins the task and its image (read on the runner's machine).
     #[arg(long, value_name = "FILE")]
     pub image_lock: PathBuf,
     /// The task: its id in the lockfile, or its locked digest (sha256:…).
-    #[arg(long)]
+    #[arg(long, value_name = "ID|sha256:…")]
     pub task: String,
     /// The candidate: `PATH=FILE` (the task's agent file PATH gets FILE's content;
     /// repeatable), or `FILE` alone where the task has one agent file. Agent files left out
@@ -22,7 +30,7 @@ pub struct EvalArgs {
     pub candidates: Vec<String>,
     /// How long the evaluation may take, queueing included, in seconds (default: twice the
     /// task's gate timeouts).
-    #[arg(long, value_name = "SECONDS")]
+    #[arg(long, value_name = "SECONDS", value_parser = crate::arg_parse::positive_f64)]
     pub timeout: Option<f64>,
     /// Pairs of timed batches per configuration, where arena's trusted evaluator measures
     /// the task (default 10, over as many sessions of fresh kernel processes: at most 5 on a
@@ -35,13 +43,15 @@ pub struct EvalArgs {
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(0..=arena_run::plan::MAX_CHECKED_CALLS as i64))]
     pub checked_calls: Option<u32>,
     /// A name for the request, echoed in the answer.
-    #[arg(long, default_value = "")]
+    #[arg(long, default_value = "", value_name = "NAME")]
     pub request_id: String,
-    /// A runner: unix:PATH or http://HOST:PORT (with --token-file); without it a runner
-    /// starts in-process (its evaluator is not kept warm past this command).
-    #[arg(long, value_name = "ADDR")]
+    /// A runner: unix:PATH or http://HOST:PORT (with --token-file); without it (and without
+    /// `runner` in the config file) a runner starts in-process (its evaluator is not kept
+    /// warm past this command).
+    #[arg(long, value_name = "ADDR", value_parser = crate::arg_parse::runner_addr)]
     pub runner: Option<String>,
-    /// The bearer token for a runner over TCP (a file holding it; or ARENA_RUNNER_TOKEN_FILE).
+    /// The bearer token for a runner over TCP (a file holding it; or
+    /// ARENA_RUNNER_TOKEN_FILE, or `token_file` of the config file).
     #[arg(long, value_name = "FILE")]
     pub token_file: Option<PathBuf>,
     #[command(flatten)]
@@ -55,10 +65,11 @@ pub struct EvalArgs {
 pub struct EvalPoolArgs {
     /// Evaluate requests queued or running at once; more are refused at once
     /// (RESOURCE_EXHAUSTED).
-    #[arg(long, default_value_t = 256, value_name = "N")]
+    #[arg(long, default_value_t = 256, value_name = "N",
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
     pub eval_queue: usize,
     /// Seconds an idle warm evaluator keeps its GPU before it is stopped.
-    #[arg(long, default_value_t = 60.0, value_name = "SECONDS")]
+    #[arg(long, default_value_t = 60.0, value_name = "SECONDS", value_parser = crate::arg_parse::non_negative_f64)]
     pub eval_idle: f64,
     /// Where warm evaluators and staged candidates live (default: a new temporary directory).
     #[arg(long, value_name = "DIR")]

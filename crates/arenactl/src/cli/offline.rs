@@ -29,7 +29,8 @@ pub enum OfflineCommand {
         /// paths relative to it.
         #[arg(long, value_name = "DIR", default_value = ".")]
         root: PathBuf,
-        #[arg(short = 'o', long = "output", value_name = "FILE")]
+        /// The kit to write.
+        #[arg(short = 'o', long = "out", alias = "output", value_name = "FILE")]
         output: PathBuf,
         #[command(flatten)]
         store: StoreArgs,
@@ -48,7 +49,7 @@ pub enum OfflineCommand {
         #[arg(long, value_name = "DIR")]
         prefix: PathBuf,
         /// The digest `pack` printed: the install is refused unless the kit is that kit.
-        #[arg(long, value_name = "sha256:…")]
+        #[arg(long, value_name = "sha256:…", value_parser = crate::arg_parse::digest)]
         expect: Option<String>,
         /// The image store (default: PREFIX/store).
         #[arg(long, value_name = "DIR")]
@@ -59,6 +60,7 @@ pub enum OfflineCommand {
     /// Check an installed prefix again: every file against the kit's manifest and every
     /// image blob in the store.
     Verify {
+        /// The prefix `install` created.
         #[arg(long, value_name = "DIR")]
         prefix: PathBuf,
         /// The image store (default: what the install wrote into PREFIX/etc/arena.env).

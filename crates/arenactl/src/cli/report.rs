@@ -21,10 +21,14 @@ pub struct ReportArgs {
     /// A run directory (its results.json is read) or a results.json file.
     #[arg(value_name = "RUN_DIR")]
     pub run: PathBuf,
-    #[arg(long, value_enum, default_value = "html")]
+    /// What to write.
+    #[arg(long, value_enum, default_value = "html", conflicts_with = "json")]
     pub format: ReportFormat,
+    /// Same as --format json.
+    #[arg(long)]
+    pub json: bool,
     /// Where to write it; default: RUN_DIR/report.html for HTML, stdout otherwise.
-    #[arg(long, value_name = "FILE")]
+    #[arg(short = 'o', long, value_name = "FILE")]
     pub out: Option<PathBuf>,
 }
 
@@ -32,7 +36,9 @@ pub struct ReportArgs {
 pub enum CompareFormat {
     /// A per-task table and the verdict (default).
     Md,
+    /// One self-contained page.
     Html,
+    /// Everything as JSON.
     Json,
 }
 
@@ -44,12 +50,13 @@ pub struct CompareArgs {
     /// The second run (B), compared against A.
     #[arg(value_name = "RUN_B")]
     pub b: PathBuf,
+    /// What to write.
     #[arg(long, value_enum, default_value = "md", conflicts_with = "json")]
     pub format: CompareFormat,
     /// Same as --format json.
     #[arg(long)]
     pub json: bool,
     /// Write it to FILE instead of stdout.
-    #[arg(long, value_name = "FILE")]
+    #[arg(short = 'o', long, value_name = "FILE")]
     pub out: Option<PathBuf>,
 }

@@ -8,8 +8,11 @@ use super::JsonFlag;
 
 #[derive(Debug, Subcommand)]
 pub enum TaskCommand {
-    /// List the tasks at or below each directory.
+    /// List the tasks at or below each directory, with ids relative to their task set's root
+    /// (the directory above the task-type directory: `tasks` for
+    /// tasks/python2python/arena/matmul), whatever directory is named.
     List {
+        /// Task directories, or directories holding task directories.
         #[arg(required = true, value_name = "DIR")]
         dirs: Vec<PathBuf>,
         #[command(flatten)]
@@ -17,7 +20,8 @@ pub enum TaskCommand {
     },
     /// Show one task: its id (relative to --root) or its directory.
     Show {
-        #[arg(value_name = "ID")]
+        /// The task's id (relative to --root) or its directory.
+        #[arg(value_name = "ID|DIR")]
         id: String,
         /// Tasks root the id is relative to.
         #[arg(long, default_value = "tasks", value_name = "DIR")]
@@ -27,6 +31,7 @@ pub enum TaskCommand {
     },
     /// Validate every task at or below each directory (exit 1 if any is invalid).
     Validate {
+        /// Task directories, or directories holding task directories.
         #[arg(required = true, value_name = "DIR")]
         dirs: Vec<PathBuf>,
         #[command(flatten)]
@@ -39,7 +44,7 @@ pub enum TaskCommand {
         #[arg(long, value_name = "DIR")]
         aka_root: PathBuf,
         /// A new directory for the copies (ids as under each DIR).
-        #[arg(long, value_name = "OUT")]
+        #[arg(short = 'o', long, value_name = "OUT")]
         out: PathBuf,
         /// arena's trusted harnesses (`<DIR>/<task id>.py`, as in tasks/aka-harnesses): a
         /// task that has one gets it as arena_harness.py, named `trusted_harness` in its
@@ -50,6 +55,7 @@ pub enum TaskCommand {
         /// the copies are byte for byte what AgentKernelArena's own materializer writes.
         #[arg(long)]
         no_derive: bool,
+        /// AgentKernelArena task directories to copy.
         #[arg(required = true, value_name = "DIR")]
         dirs: Vec<PathBuf>,
         #[command(flatten)]
@@ -58,6 +64,7 @@ pub enum TaskCommand {
     /// Turn another benchmark's problems into arena tasks (`kernelbench`: KernelBench's
     /// `Model`/`get_inputs`/`get_init_inputs` files, each a task the trusted evaluator runs).
     Import {
+        /// The other benchmark's format.
         #[arg(value_enum, value_name = "FORMAT")]
         format: ImportFormat,
         /// The problems: a KernelBench checkout or its KernelBench/ directory (every `.py`
@@ -65,13 +72,14 @@ pub enum TaskCommand {
         #[arg(value_name = "DIR")]
         dir: PathBuf,
         /// A new (or empty) directory for the tasks, one per problem: OUT/level<N>/<name>.
-        #[arg(long, value_name = "OUT")]
+        #[arg(short = 'o', long, value_name = "OUT")]
         out: PathBuf,
         #[command(flatten)]
         json: JsonFlag,
     },
     /// Print the content digest of every task at or below each directory.
     Digest {
+        /// Task directories, or directories holding task directories.
         #[arg(required = true, value_name = "DIR")]
         dirs: Vec<PathBuf>,
         #[command(flatten)]
@@ -82,5 +90,6 @@ pub enum TaskCommand {
 /// Formats `arenactl task import` reads.
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
 pub enum ImportFormat {
+    /// KernelBench's problems (github.com/ScalingIntelligence/KernelBench).
     Kernelbench,
 }

@@ -9,7 +9,9 @@ use super::{print_json, runtime, Outcome};
 use crate::cli::ContainerdArgs;
 
 pub async fn connect(args: &ContainerdArgs) -> anyhow::Result<Containerd> {
-    Ok(Containerd::connect(&args.socket, &args.namespace).await?)
+    Containerd::connect(&args.socket, &args.namespace)
+        .await
+        .map_err(|e| super::reach::containerd_error(&args.socket, e))
 }
 
 pub fn load(

@@ -5,7 +5,7 @@
 //! a private directory of its own.
 
 use std::os::unix::fs::{FileTypeExt, PermissionsExt};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use anyhow::{bail, Context};
@@ -15,15 +15,13 @@ use crate::cli::Listen;
 
 pub use arena_client::Client;
 
-/// The token file of a client: the flag, else `ARENA_RUNNER_TOKEN_FILE`.
-pub fn token_file(flag: &Option<PathBuf>) -> Option<PathBuf> {
-    arena_client::token_file(flag.as_deref())
-}
-
 /// A client of the runner at `addr`: `unix:PATH`, or `http://HOST:PORT` with the token in
-/// `token_file` (arena-client's).
+/// `token_file` (arena-client's); a runner that is not there is named with the OS's reason
+/// and how to start one.
 pub async fn client(addr: &str, token_file: Option<&Path>) -> anyhow::Result<Client> {
-    Ok(arena_client::connect(addr, token_file).await?)
+    arena_client::connect(addr, token_file)
+        .await
+        .map_err(|e| super::reach::runner_error(addr, e))
 }
 
 /// Binds a unix socket at `path`, readable and writable by its owner and `group` only (a

@@ -37,13 +37,24 @@ fn files(specs: &[String]) -> anyhow::Result<BTreeMap<String, Vec<u8>>> {
 }
 
 pub fn run(args: EvalArgs) -> anyhow::Result<Outcome> {
+    let (runner, token) = super::run::resolve(&args.runner, &args.token_file)?;
+    if super::preflight::paths_are_local(&runner) {
+        let lock = super::preflight::lockfile("--image-lock", &args.image_lock)?;
+        let known = lock.images.iter().any(|r| {
+            r.task.as_deref() == Some(args.task.as_str())
+                || (r.task.is_some() && r.task_digest.as_deref() == Some(args.task.as_str()))
+        });
+        anyhow::ensure!(
+            known,
+            "--task {}: not a task of {} (its id, or its locked task digest)",
+            args.task,
+            args.image_lock.display()
+        );
+    }
+    let files = files(&args.candidates)?;
     runtime()?.block_on(async move {
-        let files = files(&args.candidates)?;
-        let mut req = Evaluate::new(
-            runner_path(&args.runner, &args.image_lock)?,
-            args.task.clone(),
-        )
-        .request_id(args.request_id.clone());
+        let mut req = Evaluate::new(runner_path(&runner, &args.image_lock)?, args.task.clone())
+            .request_id(args.request_id.clone());
         req.files = files;
         if let Some(n) = args.trusted_pairs {
             req = req.trusted_pairs(n);
@@ -54,11 +65,11 @@ pub fn run(args: EvalArgs) -> anyhow::Result<Outcome> {
         if let Some(t) = args.timeout {
             req = req.timeout(Duration::from_secs_f64(t.max(0.001)));
         }
-        let answer = match &args.runner {
+        let answer = match &runner {
             Some(addr) => {
-                let token = endpoint::token_file(&args.token_file);
                 Runner::connect_with(addr, token.as_deref())
-                    .await?
+                    .await
+                    .map_err(|e| super::reach::runner_error(addr, e))?
                     .evaluate(req)
                     .await
             }

@@ -1,4 +1,5 @@
-//! `arenactl image build|load|verify` and `arenactl lock` (registry commands: registry.rs).
+//! `arenactl image build|load|verify|lock` (also `arenactl lock`); registry commands in
+//! registry.rs, `ls` and `prune` in image_store.rs.
 
 use anyhow::Context as _;
 use std::path::PathBuf;
@@ -11,7 +12,7 @@ use crate::progress::Bars;
 
 impl StoreArgs {
     pub fn store(&self) -> anyhow::Result<Store> {
-        let root = self.store.clone().unwrap_or_else(Store::default_root);
+        let root = crate::config::store_root(&self.store)?;
         Ok(Store::open(&root)?)
     }
 
@@ -93,6 +94,13 @@ pub fn run(cmd: ImageCommand) -> anyhow::Result<Outcome> {
                 Outcome::Invalid
             })
         }
+        ImageCommand::Lock(args) => lock(args),
+        ImageCommand::Ls {
+            image_locks,
+            store,
+            out,
+        } => super::image_store::ls(&store.store()?, &image_locks, out.json),
+        ImageCommand::Prune(args) => super::image_store::prune(&args),
         ImageCommand::Resolve {
             reference,
             registry,

@@ -47,18 +47,49 @@ fn link_base(run_dir: &Path, page: &Path) -> String {
     }
 }
 
+/// A warning on stderr, and exit code 1, where `files` hold no task result: an empty table
+/// (every rate 0) reads as a run that scored nothing, not as a run that has no results yet.
+pub(super) fn warn_if_empty(files: &[PathBuf], results: usize, unscored: usize) -> Outcome {
+    if results > 0 {
+        return Outcome::Ok;
+    }
+    let names: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
+    let why = if unscored > 0 {
+        format!("{unscored} task run(s) failed for reasons outside the agent's kernel (listed as unscored)")
+    } else {
+        "a run writes its results as its task runs finish: is it still running, or was it \
+         started at all?"
+            .to_string()
+    };
+    eprintln!(
+        "warning: {}: no task results to score; {why}",
+        names.join(", ")
+    );
+    Outcome::Invalid
+}
+
 pub fn report(args: ReportArgs) -> anyhow::Result<Outcome> {
     let LoadedResults {
         tasks: results,
         run_id,
         infra_errors,
     } = load(&args.run)?;
+    let outcome = warn_if_empty(
+        &[results_file(&args.run)],
+        results.len(),
+        infra_errors.len(),
+    );
     let report = Report::build(&results)?.with_unscored(infra_errors);
-    let text = match args.format {
+    let format = if args.json {
+        ReportFormat::Json
+    } else {
+        args.format
+    };
+    let text = match format {
         ReportFormat::Json => {
             if args.out.is_none() {
                 print_json(&report)?;
-                return Ok(Outcome::Ok);
+                return Ok(outcome);
             }
             serde_json::to_string_pretty(&report)? + "\n"
         }
@@ -81,19 +112,26 @@ pub fn report(args: ReportArgs) -> anyhow::Result<Outcome> {
             };
             write_out(&out, &html::render(&report, &results, &info))?;
             println!("{}", out.display());
-            return Ok(Outcome::Ok);
+            return Ok(outcome);
         }
     };
     match &args.out {
         Some(p) => write_out(p, &text)?,
         None => print!("{text}"),
     }
-    Ok(Outcome::Ok)
+    Ok(outcome)
 }
 
 pub fn compare_runs(args: CompareArgs) -> anyhow::Result<Outcome> {
     let a = load(&args.a)?.tasks;
     let b = load(&args.b)?.tasks;
+    for (run, tasks) in [(&args.a, &a), (&args.b, &b)] {
+        anyhow::ensure!(
+            !tasks.is_empty(),
+            "{}: no task results to compare (a run writes them as its task runs finish)",
+            results_file(run).display()
+        );
+    }
     let c = compare(
         &args.a.display().to_string(),
         &a,

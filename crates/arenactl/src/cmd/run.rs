@@ -3,18 +3,31 @@
 //! (run_follow.rs: progress bars, then the aggregate table). Ctrl-C cancels the run cleanly;
 //! the same command again resumes it.
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-
-use anyhow::Context;
 
 use arena_proto::v1::{EvaluateUnseenRequest, SubmitRunRequest};
 
 use super::endpoint::{self, Client};
 use super::engine::local_engine;
 use super::run_follow::{follow, OnInterrupt};
-use super::{absolute, default_out, runtime, Outcome};
+use super::{absolute, default_out, preflight, runtime, Outcome};
 use crate::cli::RunArgs;
+
+/// The runner to use and its token file: the flags, else the environment and the config file.
+pub(super) fn resolve(
+    runner: &Option<String>,
+    token_file: &Option<PathBuf>,
+) -> anyhow::Result<(Option<String>, Option<PathBuf>)> {
+    let runner = crate::config::runner(runner)?;
+    // A token is for a runner over TCP: one configured for every command is not read (nor
+    // checked) when this one runs a runner in-process.
+    let token = match &runner {
+        Some(_) => crate::config::token_file(token_file)?,
+        None => None,
+    };
+    preflight::token_file(&token)?;
+    Ok((runner, token))
+}
 
 pub fn run(args: RunArgs) -> anyhow::Result<Outcome> {
     if args.backend == crate::cli::Backend::Slurm {
@@ -28,16 +41,14 @@ type Served = Option<(tokio::task::JoinHandle<()>, tempfile::TempDir)>;
 
 /// A client of the runner at `runner`, or of one served in-process on a socket in a private
 /// directory (the single-machine default; it serves as long as the second value lives).
+/// `runner` and `token_file` are resolved ([`resolve`]).
 pub(super) async fn connect(
     runner: &Option<String>,
     token_file: &Option<PathBuf>,
     local: &crate::cli::RunnerArgs,
 ) -> anyhow::Result<(Client, Served)> {
     match runner {
-        Some(a) => Ok((
-            endpoint::client(a, endpoint::token_file(token_file).as_deref()).await?,
-            None,
-        )),
+        Some(a) => Ok((endpoint::client(a, token_file.as_deref()).await?, None)),
         None => {
             // The directory `arenactl run` is started in holds the agent files it is given
             // (ci/agents mounts ci/solutions): agents may mount from below it.
@@ -66,56 +77,44 @@ pub(super) fn runner_path(runner: &Option<String>, p: &Path) -> anyhow::Result<S
     }
 }
 
-/// `--secret` values, each read from its file here (by the submitter, never the runner).
-fn read_secrets(given: &[(String, PathBuf)]) -> anyhow::Result<HashMap<String, String>> {
-    let mut out = HashMap::new();
-    for (name, file) in given {
-        let text = std::fs::read_to_string(file)
-            .with_context(|| format!("--secret {name}: reading {}", file.display()))?;
-        let value = text
-            .strip_suffix('\n')
-            .map(|v| v.strip_suffix('\r').unwrap_or(v))
-            .unwrap_or(&text);
-        anyhow::ensure!(
-            out.insert(name.clone(), value.to_string()).is_none(),
-            "--secret {name}: given twice"
-        );
-    }
-    Ok(out)
-}
-
 async fn run_async(args: RunArgs) -> anyhow::Result<Outcome> {
     anyhow::ensure!(
         args.bundle.is_none(),
         "--bundle is for --backend slurm (jobs filling node-local stores); locally, `arenactl bundle import` it first"
     );
-    let (mut client, _server) = connect(&args.runner, &args.token_file, &args.local).await?;
-    let path = |p: &Path| runner_path(&args.runner, p);
+    let (runner, token) = resolve(&args.runner, &args.token_file)?;
+    let out = args.out.clone().unwrap_or_else(|| default_out(&args));
+    preflight::run(&args, &runner, &out)?;
+    let secrets = preflight::read_secrets(&args.secrets)?;
+    let path = |p: &Path| runner_path(&runner, p);
     // An agent file given by path (a name is looked up in the runner's agents directory).
     let agent = if Path::new(&args.agent).is_file() || args.agent.contains('/') {
         path(Path::new(&args.agent))?
     } else {
         args.agent.clone()
     };
-    let out = args.out.clone().unwrap_or_else(|| default_out(&args));
+    let image_lock = path(&args.image_lock)?;
+    let run_dir = path(&out)?;
+    let hidden_set = args
+        .unseen
+        .as_deref()
+        .map(path)
+        .transpose()?
+        .unwrap_or_default();
+    let (mut client, _server) = connect(&runner, &token, &args.local).await?;
     let submitted = client
         .submit_run(SubmitRunRequest {
-            image_lock: path(&args.image_lock)?,
+            image_lock,
             tasks: args.tasks.clone(),
             agent,
             runs: args.runs,
-            run_dir: path(&out)?,
-            hidden_set: args
-                .unseen
-                .as_deref()
-                .map(path)
-                .transpose()?
-                .unwrap_or_default(),
+            run_dir,
+            hidden_set,
             memory_bytes: args.memory.unwrap_or(0),
             perf_pairs: args.perf_pairs,
             trusted_pairs: args.trusted_pairs,
             checked_calls: args.checked_calls,
-            secrets: read_secrets(&args.secrets)?,
+            secrets,
             probe_unseen: false,
         })
         .await
@@ -134,12 +133,16 @@ async fn run_async(args: RunArgs) -> anyhow::Result<Outcome> {
 
 /// `arenactl unseen eval RUN_DIR --unseen HIDDEN_DIR`.
 pub fn unseen_eval(args: crate::cli::UnseenEvalArgs) -> anyhow::Result<Outcome> {
+    let (runner, token) = resolve(&args.runner, &args.token_file)?;
+    preflight::unseen_eval(&args, &runner)?;
+    let run_dir = runner_path(&runner, &args.run_dir)?;
+    let hidden_set = runner_path(&runner, &args.unseen)?;
     runtime()?.block_on(async move {
-        let (mut client, _server) = connect(&args.runner, &args.token_file, &args.local).await?;
+        let (mut client, _server) = connect(&runner, &token, &args.local).await?;
         let submitted = client
             .evaluate_unseen(EvaluateUnseenRequest {
-                run_dir: runner_path(&args.runner, &args.run_dir)?,
-                hidden_set: runner_path(&args.runner, &args.unseen)?,
+                run_dir,
+                hidden_set,
             })
             .await
             .map_err(|s| anyhow::anyhow!("{}", s.message()))?

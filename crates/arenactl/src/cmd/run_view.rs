@@ -97,6 +97,7 @@ pub(super) fn describe(ev: &RunEvent) -> Option<String> {
 
 impl View {
     pub(super) fn new(json: bool, total: u64) -> View {
+        let json = json || crate::progress::quiet();
         let tty = std::io::stderr().is_terminal() && !json;
         let (multi, overall) = if tty {
             let m = MultiProgress::new();

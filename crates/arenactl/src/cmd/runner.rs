@@ -111,8 +111,13 @@ pub fn run(cmd: RunnerCommand) -> anyhow::Result<Outcome> {
     }
 }
 
+/// A client of the runner the flags, the environment or the config file name.
 async fn remote_client(r: &crate::cli::Remote) -> anyhow::Result<endpoint::Client> {
-    endpoint::client(&r.runner, endpoint::token_file(&r.token_file).as_deref()).await
+    let runner =
+        crate::config::runner(&r.runner)?.unwrap_or_else(|| crate::cli::DEFAULT_RUNNER.to_string());
+    let token = crate::config::token_file(&r.token_file)?;
+    super::preflight::token_file(&token)?;
+    endpoint::client(&runner, token.as_deref()).await
 }
 
 fn show_status(s: &RunStatus, json: bool) -> anyhow::Result<Outcome> {

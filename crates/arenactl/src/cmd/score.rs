@@ -12,6 +12,7 @@ pub fn run(args: ScoreArgs) -> anyhow::Result<Outcome> {
         results.extend(loaded.tasks);
         unscored.extend(loaded.infra_errors);
     }
+    let outcome = super::report::warn_if_empty(&args.files, results.len(), unscored.len());
     let report = Report::build(&results)?.with_unscored(unscored);
     if args.out.json {
         print_json(&report)?;
@@ -23,5 +24,5 @@ pub fn run(args: ScoreArgs) -> anyhow::Result<Outcome> {
     } else {
         print!("{}", report.markdown());
     }
-    Ok(Outcome::Ok)
+    Ok(outcome)
 }

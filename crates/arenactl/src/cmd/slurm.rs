@@ -25,6 +25,8 @@ pub fn run(args: RunArgs) -> anyhow::Result<Outcome> {
         "--secret and --backend slurm exclude each other: a job would find its secret on disk"
     );
     let out = absolute(&args.out.clone().unwrap_or_else(|| default_out(&args)));
+    // Jobs read the agents directory, lockfile and hidden set of this machine's filesystem.
+    super::preflight::run(&args, &None, &out)?;
     let agent = if Path::new(&args.agent).is_file() {
         absolute(Path::new(&args.agent)).display().to_string()
     } else {

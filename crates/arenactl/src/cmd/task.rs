@@ -58,7 +58,7 @@ struct ListEntry {
 fn list(dirs: &[PathBuf], json: bool) -> anyhow::Result<Outcome> {
     let mut entries = Vec::new();
     let mut outcome = Outcome::Ok;
-    for (dir, found) in find_all(dirs) {
+    for (dir, found) in find_all(dirs).0 {
         match found {
             Found::Error(e) => {
                 outcome = Outcome::Invalid;

@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use arena_task::{discover, task_digest, FoundTask, Task};
+use arena_task::{discover_canonical, task_digest, FoundTask, Task};
 use serde::Serialize;
 
 use super::{print_json, Outcome};
@@ -14,16 +14,37 @@ pub(super) enum Found {
     Error(String),
 }
 
-pub(super) fn find_all(dirs: &[PathBuf]) -> Vec<(PathBuf, Found)> {
-    dirs.iter()
+/// The tasks below each directory, with canonical ids (arena_task::canonical), and the
+/// directories below them that hold no task, each warned about on stderr here.
+pub(super) fn find_all(dirs: &[PathBuf]) -> (Vec<(PathBuf, Found)>, Vec<PathBuf>) {
+    let mut skipped = Vec::new();
+    let found = dirs
+        .iter()
         .map(|d| {
-            let f = match discover(d) {
-                Ok(t) => Found::Tasks(t),
+            let f = match discover_canonical(d) {
+                Ok(t) => {
+                    skipped.extend(t.skipped);
+                    Found::Tasks(t.tasks)
+                }
                 Err(e) => Found::Error(e.to_string()),
             };
             (d.clone(), f)
         })
-        .collect()
+        .collect();
+    warn_skipped(&skipped);
+    (found, skipped)
+}
+
+/// A warning per directory that holds no task: a task whose config.yaml is missing or
+/// misnamed would otherwise be left out without a word.
+pub(super) fn warn_skipped(skipped: &[PathBuf]) {
+    for d in skipped {
+        eprintln!(
+            "warning: {}: no {} here or below: skipped",
+            d.display(),
+            arena_task::CONFIG_FILE
+        );
+    }
 }
 
 #[derive(Serialize)]
@@ -41,11 +62,14 @@ struct ValidateOutput {
     valid: usize,
     invalid: usize,
     tasks: Vec<ValidateEntry>,
+    /// Directories below those given that hold no task.
+    skipped: Vec<PathBuf>,
 }
 
 pub(super) fn validate(dirs: &[PathBuf], json: bool) -> anyhow::Result<Outcome> {
     let mut entries = Vec::new();
-    for (dir, found) in find_all(dirs) {
+    let (found, skipped) = find_all(dirs);
+    for (dir, found) in found {
         match found {
             Found::Error(e) => entries.push(ValidateEntry {
                 id: None,
@@ -84,6 +108,7 @@ pub(super) fn validate(dirs: &[PathBuf], json: bool) -> anyhow::Result<Outcome> 
         valid: entries.len() - invalid,
         invalid,
         tasks: entries,
+        skipped,
     };
     if json {
         print_json(&out)?;
@@ -121,7 +146,9 @@ struct DigestEntry {
 pub(super) fn digest(dirs: &[PathBuf], json: bool) -> anyhow::Result<Outcome> {
     let mut entries = Vec::new();
     for dir in dirs {
-        for t in discover(dir)? {
+        let found = discover_canonical(dir)?;
+        warn_skipped(&found.skipped);
+        for t in found.tasks {
             let digest = task_digest(&t.dir)?;
             entries.push(DigestEntry {
                 id: t.id,

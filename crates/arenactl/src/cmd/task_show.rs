@@ -13,8 +13,10 @@ use super::{print_json, Outcome};
 fn locate(id: &str, root: &Path) -> anyhow::Result<FoundTask> {
     let as_path = Path::new(id);
     if as_path.join(arena_task::CONFIG_FILE).is_file() {
-        let found = discover(as_path)?;
+        // Its id as `task list` prints it, whatever path names it.
+        let found = arena_task::discover_canonical(as_path)?;
         return Ok(found
+            .tasks
             .into_iter()
             .next()
             .expect("a task dir yields one task"));
@@ -25,6 +27,11 @@ fn locate(id: &str, root: &Path) -> anyhow::Result<FoundTask> {
     tasks
         .into_iter()
         .find(|t| t.id == id.trim_end_matches('/'))
+        .map(|t| FoundTask {
+            // Found by its id under --root; shown by its id in its set, as `task list` shows it.
+            id: arena_task::canonical::canonical_id(&t.dir).unwrap_or(t.id),
+            dir: t.dir,
+        })
         .ok_or_else(|| {
             arena_task::TaskError::UnknownTask {
                 id: id.to_string(),

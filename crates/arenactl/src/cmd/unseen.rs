@@ -5,7 +5,7 @@ use std::path::Path;
 
 use arena_task::hidden::{verify_set, write_set_with, Manifest, SkipKind, Skipped, TaskUnseen};
 use arena_task::unseen::{GenOptions, CATEGORIES};
-use arena_task::{discover_all, Task};
+use arena_task::{discover_all_canonical, Task};
 
 use super::{print_json, Outcome};
 use crate::cli::{UnseenCommand, UnseenGenerateArgs};
@@ -42,7 +42,10 @@ fn generate(args: UnseenGenerateArgs) -> anyhow::Result<Outcome> {
     let (out, json) = (&args.out, args.json.json);
     let mut loaded = Vec::new();
     let mut refused = Vec::new();
-    let found = discover_all(&args.tasks)?;
+    // Ids as a lockfile records them, whichever directory of the tree was named.
+    let found = discover_all_canonical(&args.task_dirs())?;
+    super::task_check::warn_skipped(&found.skipped);
+    let found = found.tasks;
     for f in &found {
         match Task::load(&f.dir, &f.id) {
             Ok(t) => loaded.push(t),

@@ -39,7 +39,8 @@ pub(super) fn probed_set(
     lock_path: &Path,
     args: &UnseenGenerateArgs,
 ) -> anyhow::Result<Manifest> {
-    let lock = Lockfile::load(lock_path)?;
+    let lock = super::preflight::lockfile("--probe", lock_path)?;
+    let (runner, token) = super::run::resolve(&args.runner, &args.token_file)?;
     check_locked(tasks, &lock, lock_path)?;
     let lock_digest = arena_image::Digest::of_file(lock_path)
         .with_context(|| format!("reading {}", lock_path.display()))?
@@ -50,9 +51,10 @@ pub(super) fn probed_set(
     let mut skipped = refused;
     let probed = runtime()?
         .block_on(async {
-            let (client, _server) = connect(&args.runner, &args.token_file, &args.local).await?;
+            let (client, _server) = connect(&runner, &token, &args.local).await?;
             let mut runner = ProbeClient {
                 client,
+                runner: &runner,
                 args,
                 lock_path,
             };
@@ -83,6 +85,8 @@ pub(super) fn probed_set(
 /// A round's probe runs, submitted to the runner and followed to their end.
 struct ProbeClient<'a> {
     client: super::endpoint::Client,
+    /// The resolved --runner.
+    runner: &'a Option<String>,
     args: &'a UnseenGenerateArgs,
     lock_path: &'a Path,
 }
@@ -97,7 +101,7 @@ impl RoundRunner for ProbeClient<'_> {
 
 impl ProbeClient<'_> {
     async fn submit_and_follow(&mut self, round: Round<'_>) -> anyhow::Result<String> {
-        let path = |p: &Path| runner_path(&self.args.runner, p);
+        let path = |p: &Path| runner_path(self.runner, p);
         let submitted = self
             .client
             .submit_run(SubmitRunRequest {

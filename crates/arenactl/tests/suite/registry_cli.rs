@@ -298,24 +298,6 @@ fn bad_registry_input_is_refused_with_a_reason() {
             vec![
                 "pull".into(),
                 format!("{}/a/b:v1", reg.host),
-                "--registry-mirror".into(),
-                "nomirror".into(),
-            ],
-            "--registry-mirror nomirror: expected REGISTRY=MIRROR",
-        ),
-        (
-            vec![
-                "pull".into(),
-                format!("{}/a/b:v1", reg.host),
-                "--platform".into(),
-                "amd64".into(),
-            ],
-            "--platform amd64: expected OS/ARCH",
-        ),
-        (
-            vec![
-                "pull".into(),
-                format!("{}/a/b:v1", reg.host),
                 "--auth-file".into(),
                 d.path().join("missing.json").display().to_string(),
             ],
@@ -341,6 +323,33 @@ fn bad_registry_input_is_refused_with_a_reason() {
         assert_eq!(o.status.code(), Some(1), "{args:?}: {}", show(&o));
         let err = String::from_utf8_lossy(&o.stderr);
         assert!(err.contains(want), "{args:?}: want `{want}`: {}", show(&o));
+    }
+    // A malformed flag value is a usage error (exit 2), named by clap before anything runs.
+    for (flag, value, want) in [
+        (
+            "--registry-mirror",
+            "nomirror",
+            "`nomirror`: expected REGISTRY=MIRROR",
+        ),
+        ("--platform", "amd64", "`amd64`: expected OS/ARCH"),
+    ] {
+        let o = arenactl(&s)
+            .args([
+                "image",
+                "pull",
+                &format!("{}/a/b:v1", reg.host),
+                flag,
+                value,
+            ])
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(2), "{flag}: {}", show(&o));
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            err.contains(flag) && err.contains(want),
+            "{flag}: {}",
+            show(&o)
+        );
     }
     // A build of a registry base named by a tag is refused before anything is fetched.
     std::fs::write(

@@ -206,3 +206,57 @@ fn the_page_renders_in_a_real_browser() {
     assert!(speeds.windows(2).all(|w| w[0] >= w[1]), "{speeds:?}");
     assert!(speeds.first() > speeds.last());
 }
+
+#[test]
+fn no_results_is_a_warning_and_exit_1_never_a_table_of_zeros() {
+    let tmp = tempfile::tempdir().unwrap();
+    let run = tmp.path().join("empty");
+    std::fs::create_dir_all(&run).unwrap();
+    std::fs::write(run.join("results.json"), "{\"tasks\": []}").unwrap();
+    let file = run.join("results.json");
+    let (r, f) = (run.to_str().unwrap(), file.to_str().unwrap());
+    for args in [
+        &["score", f][..],
+        &["score", f, "--json"][..],
+        &["report", r, "--format", "md"][..],
+        &["report", r][..],
+    ] {
+        let o = arenactl(args);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {err}");
+        assert!(
+            err.contains(&format!("warning: {f}: no task results to score")),
+            "{args:?}: {err}"
+        );
+        assert!(
+            !String::from_utf8_lossy(&o.stdout).contains("-0.0"),
+            "{args:?}"
+        );
+    }
+    let o = arenactl(&["compare", r, r]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("no task results to compare"));
+}
+
+#[test]
+fn report_json_is_format_json_and_o_is_out() {
+    let tmp = tempfile::tempdir().unwrap();
+    let run = tmp.path().join("run");
+    write_run(&run, 3, 1.5, 7);
+    let r = run.to_str().unwrap();
+    let by_format = ok(&arenactl(&["report", r, "--format", "json"]));
+    let by_flag = ok(&arenactl(&["report", r, "--json"]));
+    assert_eq!(by_format, by_flag);
+    let out = tmp.path().join("r.json");
+    ok(&arenactl(&[
+        "report",
+        r,
+        "--json",
+        "-o",
+        out.to_str().unwrap(),
+    ]));
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), by_flag);
+    // One or the other: both is a usage error.
+    let o = arenactl(&["report", r, "--json", "--format", "md"]);
+    assert_eq!(o.status.code(), Some(2));
+}

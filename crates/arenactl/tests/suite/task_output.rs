@@ -99,3 +99,88 @@ fn a_reader_that_goes_away_ends_output_quietly() {
     assert_eq!(o.status.code(), Some(141), "{}", stderr(&o));
     assert_eq!(stderr(&o), "");
 }
+
+#[test]
+fn ids_are_canonical_whatever_directory_is_named_and_empty_directories_are_reported() {
+    let root = repo();
+    let id_of = |args: &[&str], cwd: &std::path::Path| -> Vec<String> {
+        let o = arenactl(args, cwd);
+        assert_eq!(o.status.code(), Some(0), "{args:?}: {}", stderr(&o));
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        match v.as_array() {
+            Some(a) => a
+                .iter()
+                .map(|t| t["id"].as_str().unwrap().to_string())
+                .collect(),
+            None => vec![v["id"].as_str().unwrap().to_string()],
+        }
+    };
+    let matmul = "python2python/arena/matmul";
+    assert!(id_of(&["task", "list", "tasks", "--json"], &root)
+        .iter()
+        .any(|i| i == matmul));
+    assert!(
+        id_of(&["task", "list", "tasks/python2python", "--json"], &root)
+            .iter()
+            .any(|i| i == matmul)
+    );
+    assert!(id_of(
+        &["task", "list", "arena", "--json"],
+        &root.join("tasks/python2python")
+    )
+    .iter()
+    .any(|i| i == matmul));
+    assert_eq!(
+        id_of(
+            &["task", "show", "tasks/python2python/arena/matmul", "--json"],
+            &root
+        ),
+        [matmul]
+    );
+    assert_eq!(
+        id_of(
+            &["task", "show", "matmul", "--json"],
+            &root.join("tasks/python2python/arena")
+        ),
+        [matmul]
+    );
+    // --root keeps ids relative to it.
+    assert_eq!(
+        id_of(
+            &[
+                "task",
+                "show",
+                "arena/matmul",
+                "--root",
+                "tasks/python2python",
+                "--json"
+            ],
+            &root
+        ),
+        [matmul]
+    );
+    let o = arenactl(
+        &["task", "digest", "tasks/python2python/arena/matmul"],
+        &root,
+    );
+    assert!(
+        stdout(&o).trim_end().ends_with(&format!("  {matmul}")),
+        "{}",
+        stdout(&o)
+    );
+
+    // A directory with no config.yaml in it or below is named, not skipped silently.
+    let (tmp, _) = task_tree(GOOD_CONFIG);
+    std::fs::create_dir_all(tmp.path().join("tasks/drafts/k")).unwrap();
+    std::fs::write(tmp.path().join("tasks/drafts/k/config.yml"), "").unwrap();
+    let o = arenactl(&["task", "list", "tasks"], tmp.path());
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("warning: tasks/drafts: no config.yaml here or below: skipped"),
+        "{}",
+        stderr(&o)
+    );
+    let o = arenactl(&["task", "validate", "tasks", "--json"], tmp.path());
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["skipped"], serde_json::json!(["tasks/drafts"]));
+}

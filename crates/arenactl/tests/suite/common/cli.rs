@@ -12,6 +12,23 @@ pub fn arenactl(args: &[&str], cwd: &Path) -> Output {
         .expect("run arenactl")
 }
 
+/// arenactl run with `env` and no configuration file, and none of the ARENA_* variables of
+/// the caller's shell.
+pub fn clean(args: &[&str], cwd: &Path, env: &[(&str, &str)]) -> Output {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_arenactl"));
+    c.args(args).current_dir(cwd);
+    for (k, _) in std::env::vars() {
+        if k.starts_with("ARENA_") {
+            c.env_remove(k);
+        }
+    }
+    c.env("ARENA_CONFIG", "/dev/null");
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    c.output().expect("run arenactl")
+}
+
 pub fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
