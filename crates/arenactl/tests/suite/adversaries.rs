@@ -16,7 +16,6 @@ use serde_json::Value;
 
 const PREFIX_SUM: &str = "python2python/arena/prefix_sum";
 const SUM_SQUARES: &str = "python2python/arena/sum_squares";
-const MATMUL: &str = "python2python/arena/matmul";
 
 fn agent(name: &str) -> String {
     format!("ci/agents/adversary/{name}.toml")
@@ -266,13 +265,16 @@ fn wrong_outputs_fail_correctness() {
     unchanged(&before);
 }
 
+/// On the self-reported task: the trusted ones (matmul, prefix_sum) meet the same agents
+/// through the Evaluate API, whose evaluator a run's is (evaluate_api.rs), and the API takes
+/// no self-reported task.
 #[test]
 fn zeros_and_echoed_inputs_fail_correctness_on_every_sample_task() {
     let _serial = serial();
     let before = snapshot();
     let d = Daemon::start();
     let tmp = d.dir.path();
-    let tasks = [MATMUL, PREFIX_SUM, SUM_SQUARES];
+    let tasks = [SUM_SQUARES];
     for name in ["zeros", "echo"] {
         let (_, rs) = d.run_on(&agent(name), &tasks, &tmp.join(name), &[]);
         for task in tasks {
