@@ -50,8 +50,11 @@ fn three_scripted_agents_and_drift_refusal() {
     for t in tasks {
         assert_eq!(t["correct"], true, "{t}");
         let s = t["speedup"].as_f64().unwrap();
-        assert!(s > 1.0, "optimized kernel not measured faster: {t}");
-        assert!(t["score"].as_f64().unwrap() > 220.0, "{t}");
+        assert!(
+            common::tier::reads_faster(s, 1.0),
+            "optimized kernel not measured faster: {t}"
+        );
+        assert!(t["score"].as_f64().unwrap() > 120.0, "{t}");
     }
     for r in results(&tmp.join("optimize")) {
         // Every digest the result depends on is recorded.
