@@ -51,6 +51,9 @@ pub struct Aggregate {
     /// Task runs by how their numbers were measured (`trusted`, `self_reported_cross_checked`,
     /// `self_reported`, `unrecorded`): a table that mixes them says so.
     pub measured: BTreeMap<String, usize>,
+    /// The share (0–100) of the group's task runs that arena's trusted evaluator measured: a
+    /// table over a mixed set says, row by row, how much of it to believe.
+    pub trusted_percent: f64,
 }
 
 /// The aggregates over the original compiled by torch.compile, over the tasks that have it
@@ -150,6 +153,18 @@ fn trust_key(t: arena_run::result::Trust) -> String {
         .unwrap_or_default()
 }
 
+/// The share (0–100) of task runs measured by the trusted evaluator (0 for none).
+pub fn trusted_percent(scores: &[&TaskScore]) -> f64 {
+    if scores.is_empty() {
+        return 0.0;
+    }
+    let trusted = scores
+        .iter()
+        .filter(|s| s.trust == arena_run::result::Trust::Trusted)
+        .count();
+    100.0 * trusted as f64 / scores.len() as f64
+}
+
 /// One aggregate over a group of scores (any mix of tasks and repeats).
 pub fn aggregate(label: &str, scores: &[&TaskScore]) -> Aggregate {
     let mut by_task: BTreeMap<&str, Vec<&TaskScore>> = BTreeMap::new();
@@ -223,6 +238,7 @@ pub fn aggregate(label: &str, scores: &[&TaskScore]) -> Aggregate {
             *m.entry(trust_key(s.trust)).or_default() += 1;
             m
         }),
+        trusted_percent: trusted_percent(scores),
     }
 }
 

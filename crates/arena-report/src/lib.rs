@@ -52,6 +52,19 @@ pub struct Report {
     /// number above counts ([`Report::with_unscored`]).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub unscored: Vec<arena_run::result::InfraError>,
+    /// Where the tables hold only trusted task runs (`--trusted-only`): how many of the
+    /// results' task runs were left out for having been measured another way.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trusted_only: Option<TrustedOnly>,
+}
+
+/// What `--trusted-only` left out of a report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct TrustedOnly {
+    /// Task runs in the results.
+    pub runs: usize,
+    /// Of those, the ones not measured by the trusted evaluator (left out of every table).
+    pub left_out: usize,
 }
 
 impl Report {
@@ -77,7 +90,24 @@ impl Report {
             noise_aware: noise::summarize_runs(&runs),
             time: time::TimeSummary::of(results),
             unscored: Vec::new(),
+            trusted_only: None,
         })
+    }
+
+    /// The report over the trusted task runs of `results` alone (`--trusted-only`): no row of
+    /// its tables holds a number the kernel's own process timed.
+    pub fn build_trusted_only(results: &[TaskResult]) -> Result<Report, ReportError> {
+        let kept: Vec<TaskResult> = results
+            .iter()
+            .filter(|r| r.trust == Trust::Trusted)
+            .cloned()
+            .collect();
+        let mut report = Report::build(&kept)?;
+        report.trusted_only = Some(TrustedOnly {
+            runs: results.len(),
+            left_out: results.len() - kept.len(),
+        });
+        Ok(report)
     }
 
     /// The report with the task runs of its result sets that have no result. They are said
@@ -115,7 +145,8 @@ impl Report {
     }
 
     pub fn markdown(&self) -> String {
-        let mut out = table::aggregates_markdown(&self.aggregates);
+        let mut out = self.trusted_only_line();
+        out.push_str(&table::aggregates_markdown(&self.aggregates));
         out.push_str(&self.measured_line());
         out.push_str(&self.unscored_markdown());
         out.push_str(
@@ -162,6 +193,17 @@ impl Report {
              rounds spread with the choice, not only with the kernel):\n\n{}",
             lines.concat()
         )
+    }
+
+    /// Said above the tables of a `--trusted-only` report ("" for another).
+    pub fn trusted_only_line(&self) -> String {
+        match self.trusted_only {
+            Some(t) => format!(
+                "Trusted task runs only: {} of {} task runs measured otherwise (self-reported) are left out of every table.\n\n",
+                t.left_out, t.runs
+            ),
+            None => String::new(),
+        }
     }
 
     /// "Measured: 3 trusted, 1 self-reported, cross-checked" — how the table's numbers were
@@ -227,6 +269,7 @@ mod tests {
             noise_aware: vec![],
             time: time::TimeSummary::of(&[]),
             unscored: Vec::new(),
+            trusted_only: None,
         };
         assert_eq!(
             r.measured_line(),
@@ -243,6 +286,7 @@ mod tests {
             noise_aware: vec![],
             time: time::TimeSummary::of(&[]),
             unscored: Vec::new(),
+            trusted_only: None,
         };
         assert_eq!(
             trusted_only.measured_line(),
@@ -261,6 +305,7 @@ mod tests {
             noise_aware: vec![],
             time: time::TimeSummary::of(&[]),
             unscored: Vec::new(),
+            trusted_only: None,
         };
         let md = r.markdown();
         assert!(md.contains("varied between performance runs"), "{md}");
@@ -269,5 +314,58 @@ mod tests {
         ));
         r.tasks.pop();
         assert!(!r.markdown().contains("varied between"));
+    }
+
+    #[test]
+    fn trusted_share_per_type_and_trusted_only_tables() {
+        // Nine runs of three types; every third task's runs self-reported.
+        let mut results = fixture::run(9, 1, 1.0, 7).tasks;
+        for (i, r) in results.iter_mut().enumerate() {
+            if i % 3 == 0 {
+                r.trust = Trust::SelfReported;
+            }
+        }
+        let all = Report::build(&results).unwrap();
+        let row = |r: &Report, ty: &str| {
+            r.aggregates
+                .iter()
+                .find(|a| a.task_type == ty)
+                .cloned()
+                .unwrap_or_else(|| panic!("no row {ty}"))
+        };
+        // types cycle triton2triton, torch2hip, python2python: tasks 0, 3, 6 are triton2triton.
+        assert_eq!(row(&all, "triton2triton").trusted_percent, 0.0);
+        assert_eq!(row(&all, "torch2hip").trusted_percent, 100.0);
+        let overall = row(&all, ALL).trusted_percent;
+        assert!((overall - 100.0 * 6.0 / 9.0).abs() < 1e-9, "{overall}");
+        let md = all.markdown();
+        assert!(md.contains("| trusted % |"), "{md}");
+        assert!(!md.contains("Trusted task runs only"), "{md}");
+        assert!(table::aggregates_csv(&all.aggregates)
+            .lines()
+            .next()
+            .unwrap()
+            .ends_with(",trusted_percent"));
+
+        let only = Report::build_trusted_only(&results).unwrap();
+        assert_eq!(
+            only.trusted_only,
+            Some(TrustedOnly {
+                runs: 9,
+                left_out: 3
+            })
+        );
+        assert_eq!(only.tasks.len(), 6);
+        assert!(only.tasks.iter().all(|t| t.trust == Trust::Trusted));
+        assert!(only.aggregates.iter().all(|a| a.trusted_percent == 100.0));
+        assert!(!only.aggregates.iter().any(|a| a.task_type == "triton2triton"));
+        let md = only.markdown();
+        assert!(
+            md.starts_with("Trusted task runs only: 3 of 9 task runs"),
+            "{md}"
+        );
+        assert!(!md.contains(SELF_REPORTED_CAVEAT), "{md}");
+        let json = serde_json::to_value(&only).unwrap();
+        assert_eq!(json["trusted_only"]["left_out"], 3);
     }
 }

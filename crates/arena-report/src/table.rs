@@ -18,15 +18,16 @@ fn speedup_cell(a: &Aggregate) -> String {
 
 pub fn aggregates_markdown(rows: &[Aggregate]) -> String {
     let mut out = String::new();
-    out.push_str("| task type | tasks | runs | compile % | correct % | mean speedup ± σ_r | mean score | geomean | fast₁ % | fast₂ % |\n");
-    out.push_str("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    out.push_str("| task type | tasks | runs | trusted % | compile % | correct % | mean speedup ± σ_r | mean score | geomean | fast₁ % | fast₂ % |\n");
+    out.push_str("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     for a in rows {
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {:.1} | {:.1} | {} | {:.1} | {} | {:.1} | {:.1} |",
+            "| {} | {} | {} | {:.1} | {:.1} | {:.1} | {} | {:.1} | {} | {:.1} | {:.1} |",
             a.task_type,
             a.tasks,
             a.runs,
+            a.trusted_percent,
             a.compile_rate,
             a.correct_rate,
             speedup_cell(a),
@@ -95,12 +96,12 @@ pub fn compiled_markdown(rows: &[Aggregate]) -> String {
 }
 
 pub fn aggregates_csv(rows: &[Aggregate]) -> String {
-    let mut out = String::from("task_type,tasks,runs,compile_rate,correct_rate,mean_speedup,sigma_r,mean_score,geomean_speedup,fast1,fast2\n");
+    let mut out = String::from("task_type,tasks,runs,compile_rate,correct_rate,mean_speedup,sigma_r,mean_score,geomean_speedup,fast1,fast2,trusted_percent\n");
     let o = |v: Option<f64>| v.map(|x| x.to_string()).unwrap_or_default();
     for a in rows {
         let _ = writeln!(
             out,
-            "{},{},{},{},{},{},{},{},{},{},{}",
+            "{},{},{},{},{},{},{},{},{},{},{},{}",
             a.task_type,
             a.tasks,
             a.runs,
@@ -111,7 +112,8 @@ pub fn aggregates_csv(rows: &[Aggregate]) -> String {
             a.mean_score,
             o(a.geomean_speedup),
             a.fast1,
-            a.fast2
+            a.fast2,
+            a.trusted_percent
         );
     }
     out
@@ -193,6 +195,7 @@ mod tests {
             ],
             vs_compiled: None,
             measured: Default::default(),
+            trusted_percent: 50.0,
         };
         assert_eq!(compiled_markdown(std::slice::from_ref(&a)), "");
         let mut kb = a.clone();
@@ -211,7 +214,7 @@ mod tests {
         let last = md.lines().last().unwrap();
         assert_eq!(
             last,
-            "| python2python | 2 | 3 | 100.0 | 50.0 | 1.250 ± 0.100 | 182.5 | – | 50.0 | 0.0 |"
+            "| python2python | 2 | 3 | 50.0 | 100.0 | 50.0 | 1.250 ± 0.100 | 182.5 | – | 50.0 | 0.0 |"
         );
         let fast = fast_p_markdown(std::slice::from_ref(&a));
         assert_eq!(
@@ -221,7 +224,7 @@ mod tests {
         let csv = aggregates_csv(&[a]);
         assert_eq!(
             csv.lines().nth(1).unwrap(),
-            "python2python,2,3,100,50,1.25,0.1,182.5,,50,0"
+            "python2python,2,3,100,50,1.25,0.1,182.5,,50,0,50"
         );
     }
 }

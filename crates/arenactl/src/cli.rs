@@ -239,6 +239,10 @@ pub struct ScoreArgs {
     /// Print the aggregate table as CSV.
     #[arg(long, conflicts_with = "json")]
     pub csv: bool,
+    /// Score only the task runs arena's trusted evaluator measured (the self-reported ones are
+    /// counted above the tables, in no row).
+    #[arg(long)]
+    pub trusted_only: bool,
     #[command(flatten)]
     pub out: JsonFlag,
 }

@@ -50,13 +50,13 @@ fn aggregates_table(rows: &[Aggregate]) -> String {
     let mut out = String::from(
         "<table id=\"aggregates\"><thead><tr><th>task type</th><th>tasks</th><th>runs</th>\
          <th>compile %</th><th>correct %</th><th>mean speedup</th><th>σ_r</th><th>mean score</th>\
-         <th>geomean</th><th>fast₁ %</th><th>fast₂ %</th><th>measured</th></tr></thead><tbody>",
+         <th>geomean</th><th>fast₁ %</th><th>fast₂ %</th><th>trusted %</th><th>measured</th></tr></thead><tbody>",
     );
     for a in rows {
         let measured: Vec<String> = a.measured.iter().map(|(k, n)| format!("{n} {k}")).collect();
         let _ = write!(
             out,
-            "<tr data-type=\"{}\"><td>{}</td>{}{}{}{}{}{}{}{}{}{}<td>{}</td></tr>",
+            "<tr data-type=\"{}\"><td>{}</td>{}{}{}{}{}{}{}{}{}{}{}<td>{}</td></tr>",
             attr(&a.task_type),
             esc(&a.task_type),
             num("tasks", Some(a.tasks as f64), 0),
@@ -69,6 +69,7 @@ fn aggregates_table(rows: &[Aggregate]) -> String {
             num("geomean_speedup", a.geomean_speedup, 3),
             num("fast1", Some(a.fast1), 1),
             num("fast2", Some(a.fast2), 1),
+            num("trusted_percent", Some(a.trusted_percent), 1),
             esc(&measured.join(", "))
         );
     }
@@ -260,6 +261,10 @@ pub fn render(report: &Report, results: &[TaskResult], info: &PageInfo) -> Strin
         report.tasks.len(),
         esc(report.measured_line().trim())
     );
+    let only = report.trusted_only_line();
+    if !only.is_empty() {
+        let _ = write!(out, "<p id=\"trusted-only\">{}</p>", esc(only.trim()));
+    }
     out.push_str("<h2>Aggregates (AgentKernelArena)</h2>");
     out.push_str(&aggregates_table(&report.aggregates));
     if !report.unscored.is_empty() {

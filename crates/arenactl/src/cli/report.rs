@@ -30,6 +30,10 @@ pub struct ReportArgs {
     /// Where to write it; default: RUN_DIR/report.html for HTML, stdout otherwise.
     #[arg(short = 'o', long, value_name = "FILE")]
     pub out: Option<PathBuf>,
+    /// Tables of the task runs arena's trusted evaluator measured only (the self-reported
+    /// ones are counted above them, in no row).
+    #[arg(long)]
+    pub trusted_only: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

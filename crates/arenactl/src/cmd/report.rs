@@ -79,7 +79,12 @@ pub fn report(args: ReportArgs) -> anyhow::Result<Outcome> {
         results.len(),
         infra_errors.len(),
     );
-    let report = Report::build(&results)?.with_unscored(infra_errors);
+    let report = if args.trusted_only {
+        Report::build_trusted_only(&results)?
+    } else {
+        Report::build(&results)?
+    }
+    .with_unscored(infra_errors);
     let format = if args.json {
         ReportFormat::Json
     } else {

@@ -13,7 +13,12 @@ pub fn run(args: ScoreArgs) -> anyhow::Result<Outcome> {
         unscored.extend(loaded.infra_errors);
     }
     let outcome = super::report::warn_if_empty(&args.files, results.len(), unscored.len());
-    let report = Report::build(&results)?.with_unscored(unscored);
+    let report = if args.trusted_only {
+        Report::build_trusted_only(&results)?
+    } else {
+        Report::build(&results)?
+    }
+    .with_unscored(unscored);
     if args.out.json {
         print_json(&report)?;
     } else if args.csv {
@@ -21,6 +26,9 @@ pub fn run(args: ScoreArgs) -> anyhow::Result<Outcome> {
             "{}",
             arena_report::table::aggregates_csv(&report.aggregates)
         );
+        if args.trusted_only {
+            eprint!("{}", report.trusted_only_line());
+        }
     } else {
         print!("{}", report.markdown());
     }
