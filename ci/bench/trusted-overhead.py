@@ -63,9 +63,11 @@ sys.path.pop(0)
 INLINE = os.path.join(ROOT, "ci/bench/inline-evaluator.py")
 DEFAULT_TASKS = ["tasks/python2python/arena/matmul", "tasks/python2python/arena/prefix_sum"]
 USERS = {"baseline": 60001, "candidate": 60002}
-# The system's Python for both sides: the kernel processes run as other users, who cannot enter
-# a root-owned virtualenv or pyenv tree (in the containers it is the image's /usr/bin/python3).
-PYTHON = os.environ.get("ARENA_BENCH_PYTHON", "/usr/bin/python3")
+# The Python on PATH for both sides (a GPU machine's is the one with its torch), else the
+# system's; ARENA_BENCH_PYTHON names another. The kernel processes run as other users: a
+# root-only virtualenv or pyenv tree will not do (in the containers it is the image's
+# /usr/bin/python3).
+PYTHON = os.environ.get("ARENA_BENCH_PYTHON") or shutil.which("python3") or "/usr/bin/python3"
 # Pairs per configuration (the runner's default, or `--trusted-pairs`).
 PAIRS = int(os.environ.get("ARENA_BENCH_PAIRS", "10"))
 

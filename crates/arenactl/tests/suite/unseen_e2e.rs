@@ -171,6 +171,7 @@ fn unseen_configurations_reach_only_the_evaluator() {
         "a task run evaluated on this set was evaluated again"
     );
     // A directory that holds no run is refused, naming its run.json.
+    std::fs::create_dir_all(tmp.join("no-such-run")).unwrap();
     let o = arenactl()
         .args(["unseen", "eval"])
         .arg(tmp.join("no-such-run"))
