@@ -358,7 +358,10 @@ mod tests {
         assert_eq!(only.tasks.len(), 6);
         assert!(only.tasks.iter().all(|t| t.trust == Trust::Trusted));
         assert!(only.aggregates.iter().all(|a| a.trusted_percent == 100.0));
-        assert!(!only.aggregates.iter().any(|a| a.task_type == "triton2triton"));
+        assert!(!only
+            .aggregates
+            .iter()
+            .any(|a| a.task_type == "triton2triton"));
         let md = only.markdown();
         assert!(
             md.starts_with("Trusted task runs only: 3 of 9 task runs"),

@@ -155,7 +155,9 @@ fn the_slice_validates_and_gets_unseen_sets_that_keep_its_rules() {
 
     // Zero configurations break a rule of their task's visible configurations.
     // The ids `unseen generate` writes: canonical ones (arena_task::canonical).
-    let found = arena_task::canonical::discover_canonical(&mat).unwrap().tasks;
+    let found = arena_task::canonical::discover_canonical(&mat)
+        .unwrap()
+        .tasks;
     let mut broken = Vec::new();
     let mut checked = 0;
     for f in v["files"].as_array().unwrap() {

@@ -214,7 +214,10 @@ arenactl run --image-lock lockfiles/cpu.lock --agent ci/agents/optimize.toml --g
     assert_eq!(rs.len(), 1);
     let r = &rs[0];
     let s = score(r);
-    assert!(s.correct && common::tier::reads_faster(s.speedup, 1.0), "{r}");
+    assert!(
+        s.correct && common::tier::reads_faster(s.speedup, 1.0),
+        "{r}"
+    );
     // The images came from the kit's store, the one its env.sh names.
     assert!(t.join("opt/arena/store/index.json").is_file());
     let u = &r["unseen"];
