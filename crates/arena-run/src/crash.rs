@@ -7,15 +7,12 @@
 //!
 //! The variable is read once. Unset (any run but those tests), a point compares nothing.
 
-use std::sync::OnceLock;
-use std::time::Duration;
+use std::sync::{Arc, OnceLock};
+
+use tokio::sync::Notify;
 
 /// The variable that names the point to crash at.
 pub const CRASH_AT: &str = "ARENA_CRASH_AT";
-
-/// How long after a container's start a `during:<phase>` point kills the process: long
-/// enough for the container to be created and running (a few hundred milliseconds here).
-pub const DURING_DELAY: Duration = Duration::from_millis(1500);
 
 fn armed() -> Option<&'static str> {
     static AT: OnceLock<Option<String>> = OnceLock::new();
@@ -33,17 +30,26 @@ pub fn point(kind: &str, what: &str) {
     }
 }
 
-/// Where `during:<what>` is the armed point: kills this process [`DURING_DELAY`] from now,
-/// whatever it is doing then (the container that `what` names starts meanwhile).
-pub fn during(what: &str) {
-    let Some(at) = armed() else { return };
-    if at.strip_prefix("during:") == Some(what) {
-        let name = at.to_string();
-        std::thread::spawn(move || {
-            std::thread::sleep(DURING_DELAY);
-            die(&name);
-        });
+/// Where `during:<what>` is the armed point: the notifier to give the container that `what`
+/// names (arena-runtime's `RunRequest::on_started`); this process is killed the moment that
+/// container's process has started, whatever else it is doing then. None where not armed.
+pub fn during(what: &str) -> Option<Arc<Notify>> {
+    let at = armed()?;
+    if at.strip_prefix("during:") != Some(what) {
+        return None;
     }
+    let started = Arc::new(Notify::new());
+    let waiting = started.clone();
+    let name = at.to_string();
+    std::thread::spawn(move || {
+        // A runtime of its own: the process's may be busy, and this thread only waits.
+        let rt = tokio::runtime::Builder::new_current_thread().build();
+        if let Ok(rt) = rt {
+            rt.block_on(waiting.notified());
+        }
+        die(&name);
+    });
+    Some(started)
 }
 
 fn die(name: &str) -> ! {

@@ -113,6 +113,7 @@ async fn main() {
                 log_cap: 4 << 20,
                 labels: HashMap::new(),
                 cancel: None,
+                on_started: None,
             },
         )
         .await

@@ -44,6 +44,7 @@ async fn main() {
                 log_cap: 1 << 16,
                 labels: HashMap::new(),
                 cancel: None,
+                on_started: None,
             },
         )
         .await

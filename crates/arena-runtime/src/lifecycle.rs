@@ -34,6 +34,10 @@ pub struct RunRequest {
     pub labels: HashMap<String, String>,
     /// Set to true to kill the container early (Ctrl-C).
     pub cancel: Option<watch::Receiver<bool>>,
+    /// Notified once the container's process has started (runc has started it): for those
+    /// who must act while it runs (the crash tests' `during:` points), without guessing how
+    /// long a start takes.
+    pub on_started: Option<std::sync::Arc<tokio::sync::Notify>>,
 }
 
 #[derive(Debug, Clone, Default, Serialize, PartialEq)]
@@ -182,6 +186,9 @@ async fn start_and_wait(
         timeout_s = req.timeout.as_secs(),
         "container started"
     );
+    if let Some(n) = &req.on_started {
+        n.notify_one();
+    }
     let t_run = Instant::now();
     let cancelled = async {
         match req.cancel.clone() {
@@ -237,6 +244,7 @@ mod tests {
             log_cap: 8,
             labels: HashMap::new(),
             cancel: None,
+            on_started: None,
         }
     }
 

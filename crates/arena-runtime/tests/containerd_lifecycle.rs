@@ -230,6 +230,7 @@ async fn output_is_capped_and_the_exit_code_kept() {
             log_cap: 1000,
             labels: HashMap::new(),
             cancel: None,
+            on_started: None,
         },
     )
     .await
@@ -249,6 +250,9 @@ async fn cancel_kills_the_container_and_cleans_up() {
     let c2 = c.clone();
     let img = image.clone();
     let logs = t.path().to_path_buf();
+    // Cancelled once its process runs: on the runtime's own word, not after a guessed delay.
+    let started = std::sync::Arc::new(tokio::sync::Notify::new());
+    let on_started = Some(started.clone());
     let h = tokio::spawn(async move {
         run_container(
             &rt(&c2),
@@ -261,11 +265,14 @@ async fn cancel_kills_the_container_and_cleans_up() {
                 log_cap: 1000,
                 labels: HashMap::new(),
                 cancel: Some(rx),
+                on_started,
             },
         )
         .await
     });
-    tokio::time::sleep(Duration::from_secs(1)).await;
+    tokio::time::timeout(Duration::from_secs(60), started.notified())
+        .await
+        .expect("the container started");
     tx.send(true).unwrap();
     let out = tokio::time::timeout(Duration::from_secs(30), h)
         .await

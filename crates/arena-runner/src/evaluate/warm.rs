@@ -157,6 +157,7 @@ impl ContainerWarmer {
             log_cap: LOG_CAP,
             labels: Default::default(),
             cancel: Some(rx),
+            on_started: None,
         };
         let rt = self.rt.clone();
         let container = tokio::spawn(async move { run_container(&rt, req).await });

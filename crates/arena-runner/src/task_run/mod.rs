@@ -229,10 +229,11 @@ impl RunContext {
             log_cap: if phase.sees_hidden() { 0 } else { LOG_CAP },
             labels: HashMap::new(),
             cancel: Some(self.cancel.clone()),
+            // The crash tests' point while this container runs: once it has started.
+            on_started: arena_run::crash::during(&phase.to_string()),
         };
         let span = tracing::info_span!("container", phase = %phase, id = %req.id);
-        // The crash tests' points: while this container runs, and once it has ended.
-        arena_run::crash::during(&phase.to_string());
+        // The crash tests' point once the container has ended.
         let out = run_container(&self.rt, req)
             .instrument(span.clone())
             .await

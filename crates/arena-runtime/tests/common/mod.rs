@@ -131,6 +131,7 @@ pub async fn run(
             log_cap: 1 << 20,
             labels: HashMap::new(),
             cancel: None,
+            on_started: None,
         },
     )
     .await

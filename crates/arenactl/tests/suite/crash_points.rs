@@ -41,10 +41,11 @@ const POINTS: [&str; 14] = [
     "write:results.json",
 ];
 
-/// An agent that changes nothing, slowly enough for `during:agent` to find it running.
+/// An agent that changes nothing, still running when `during:agent` fires (once its process
+/// has started) and while containerd restarts under it.
 const SLOW_NOOP: &str = r#"name = "slow-noop"
 image = "task"
-command = ["sh", "-c", "sleep 4"]
+command = ["sh", "-c", "sleep 2"]
 network = "none"
 timeout_s = 60
 "#;

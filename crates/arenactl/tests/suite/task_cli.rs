@@ -197,7 +197,7 @@ fn score_example_results() {
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let out = stdout(&o);
     assert!(
-        out.contains("| triton2triton | 2 | 3 | 83.3 | 83.3 | 2.500 ± 1.025 | 350.0 |"),
+        out.contains("| triton2triton | 2 | 3 | 0.0 | 83.3 | 83.3 | 2.500 ± 1.025 | 350.0 |"),
         "{out}"
     );
     assert!(
