@@ -24,4 +24,4 @@ echo "== ci/test-timing.sh: load average $load (an idle machine reads under 0.5)
 cargo nextest run -p arenactl --locked --config-file ci/nextest.toml --profile timing -E '
     test(/^adversaries::/) | test(/^evaluate_api::/) | test(/^class_entry::/) | test(/^fork_chain::/)
   | test(/^run_e2e::an_untouched_kernel_is_measured_as_itself/) | test(/^run_e2e::three_scripted_agents/)
-  | test(/^agent_cli::real_agent_clis/) | test(/^offline_kit::/) | test(/^slurm_e2e::/)'
+  | test(/^agent_cli::real_agent_clis/) | test(/^offline_kit::/)'
