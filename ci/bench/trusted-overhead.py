@@ -25,8 +25,9 @@ usage: sudo python3 ci/bench/trusted-overhead.py OUT_DIR [REPEATS] [TASK_DIR ...
        (default tasks: the CPU samples matmul and prefix_sum; on a GPU machine pass
        tasks/triton2triton/arena/row_softmax etc.). Runs as root: kernels run as users 60001/60002.
        ARENA_BENCH_SIDES=direct,trusted,inline (the default) picks the sides.
-       ARENA_BENCH_PAIRS=N times with N pairs per configuration (`arenactl run --trusted-pairs`;
-       default 10, the runner's), and the paired evaluation's speedups are printed beside.
+       ARENA_BENCH_PAIRS=N times with at most N pairs per configuration (default 10, the
+       runner's), and the paired evaluation's speedups, and where its pairs stopped, are
+       printed beside. ARENA_BENCH_PERF='{"stop_width": 0}' takes all N, over the sessions.
        ARENA_CHECKED_CALLS=N checks a secret sample of N outputs per timed batch (0: every one;
        unset: the evaluator's default, 64).
        ARENA_BENCH_PERF='{"max_calls": 1024, ...}' sets any other field of the evaluator's
@@ -97,16 +98,22 @@ def candidate_file(task, src):
 
 
 def sources(task):
-    """The kernel files (config.yaml's source_file_path), read without a YAML parser: the
-    samples list them one per line under the key."""
+    """The kernel files (config.yaml's source_file_path), read without a YAML parser (the GPU
+    machine's Python may have none): a list under the key, indented or not (the samples write
+    `- x`, `arenactl task materialize` writes `  - x`), or one path beside it."""
     out, inside = [], False
     for line in open(os.path.join(task, "config.yaml")):
         if line.startswith("source_file_path:"):
             inside = True
-        elif inside and line.startswith("- "):
-            out.append(line[2:].strip())
-        elif inside:
+            scalar = line.split(":", 1)[1].split("#", 1)[0].strip()
+            if scalar:
+                return [scalar]
+        elif inside and line.lstrip().startswith("- "):
+            out.append(line.lstrip()[2:].split("#", 1)[0].strip())
+        elif inside and line.strip():
             break
+    if not out:
+        sys.exit(f"{task}/config.yaml: no source_file_path")
     return out
 
 
@@ -218,6 +225,10 @@ def trusted(task, roles, inline=False):
             # fewer pairs buy.
             cases = json.load(open(os.path.join(out, "performance_report.json")))
             seen["speedups"] = []
+            # Where the pairs stopped (a stop width set): sessions taken and why.
+            stop = next((c["stop"] for c in cases if "stop" in c), None)
+            if stop:
+                seen["stop"] = {k: stop[k] for k in ("sessions", "reason", "width")}
             for c in cases:
                 ratios = [b / x for b, x in c.get("pairs_ms", []) if x > 0]
                 if ratios:
@@ -278,6 +289,8 @@ def main():
             for side in ("trusted", "inline"):
                 if f"{side}_gate_s" in r:
                     print(f"{'':12} {side} speedups (median, min, max of the pairs): {r[f'{side}_gate_s']['paired'].get('speedups')}", flush=True)
+                    if "stop" in r[f"{side}_gate_s"]["paired"]:
+                        print(f"{'':12} {side} pairs stopped: {r[f'{side}_gate_s']['paired']['stop']}", flush=True)
                     print(f"{'':12} {side} performance by part: {parts_line(r[f'{side}_gate_s'])}", flush=True)
     summary = {}
     for task in tasks:

@@ -36,7 +36,7 @@ pub const OUTPUT: &str = "output";
 /// Keys of a case that only arena writes (its pairing and its reading of the report): a
 /// harness's report that holds them has them dropped, or a harness could hand the scorer its
 /// own "paired" baseline. Arena's trusted evaluator writes them ([`Writer::Arena`]).
-pub const ARENA_KEYS: [&str; 16] = [
+pub const ARENA_KEYS: [&str; 17] = [
     "baseline_ms",
     "calls_per_batch",
     "timing",
@@ -49,6 +49,7 @@ pub const ARENA_KEYS: [&str; 16] = [
     "compiled_error",
     "paired_by",
     "pair_sessions",
+    "stop",
     "samples_ms",
     "method",
     "time_key",

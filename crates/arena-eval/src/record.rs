@@ -84,6 +84,9 @@ pub struct Pairing {
     /// Which session each pair came from (`paired_by: session`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pair_sessions: Option<Vec<u64>>,
+    /// Where the trusted evaluator stopped taking pairs, and why (a stop width set).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop: Option<PerfStop>,
     /// The original compiled by torch.compile, timed in the same pairs (KernelBench's second
     /// baseline): its time per call, and each pair's (compiled, candidate) times.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -136,6 +139,34 @@ pub enum TimingMode {
     Graph,
     /// The calls launched one after another (a kernel that cannot be captured; the CPU).
     Eager,
+}
+
+/// Where the trusted evaluator stopped taking sessions of pairs (arena_trusted/stopping.py):
+/// the same for every case of an evaluation, since the interval is over the sessions of all.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PerfStop {
+    /// Sessions taken, one pair each.
+    pub sessions: u32,
+    /// The fewest and the most it would take.
+    pub least: u32,
+    pub most: u32,
+    /// The widest interval, as a fraction of the median speedup, that stops it early.
+    pub target: f64,
+    /// The interval's width when it stopped (none with fewer than two sessions).
+    pub width: Option<f64>,
+    pub reason: StopReason,
+}
+
+/// Why the trusted evaluator stopped taking pairs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StopReason {
+    /// The interval was no wider than the target.
+    Narrow,
+    /// The most sessions were taken, the interval still wider than the target.
+    Cap,
+    /// No case was left to time (they failed).
+    Failed,
 }
 
 /// What a case's pairs were measured in.

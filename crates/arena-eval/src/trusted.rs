@@ -143,6 +143,7 @@ files!(
     "serve.py",
     "signaller.py",
     "simulated.py",
+    "stopping.py",
     "tensors.py",
     "timing.py",
     "wire.py",
@@ -209,6 +210,12 @@ pub struct PerfSettings {
     /// identical code can pick configurations 8-10 % apart: in one session that draw would
     /// be the whole of the speedup (AgentKernelArena's fla_l2norm, untouched, read 1.078).
     pub gpu_sessions: u32,
+    /// Above 0: pairs are taken one a session, from the sessions above up to `pairs`, until
+    /// the speedup's interval over sessions is no wider than this fraction of its median
+    /// (arena_trusted/stopping.py), so that a steady kernel costs five pairs and a noisy one
+    /// gets up to `pairs`; the cases record where it stopped and why (`stop`). 0: `pairs`
+    /// pairs spread over the sessions above.
+    pub stop_width: f64,
     /// GPU kernels: a batch's inputs are made afresh and written again, up to this many
     /// tries in all, where the device watch saw other work while they were written.
     pub busy_tries: u32,
@@ -243,6 +250,7 @@ impl Default for PerfSettings {
             graphs: true,
             sessions: 10,
             gpu_sessions: 5,
+            stop_width: 0.05,
             busy_tries: 3,
             deferred_limit_ms: 50.0,
             watch_gap_us: 20.0,

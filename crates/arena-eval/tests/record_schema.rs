@@ -10,7 +10,7 @@ mod common;
 use std::collections::BTreeMap;
 
 use arena_eval::aka_perf::ARENA_KEYS;
-use arena_eval::record::{Measured, PairedBy, Pairing, PerfCase, TimingMode};
+use arena_eval::record::{Measured, PairedBy, Pairing, PerfCase, PerfStop, StopReason, TimingMode};
 use common::evaluator_python;
 use serde_json::Value;
 
@@ -25,6 +25,14 @@ fn full_case() -> PerfCase {
             pairs_ms: Some(vec![[1.5, 1.25]]),
             paired_by: Some(PairedBy::Session),
             pair_sessions: Some(vec![0]),
+            stop: Some(PerfStop {
+                sessions: 5,
+                least: 5,
+                most: 10,
+                target: 0.02,
+                width: Some(0.01),
+                reason: StopReason::Narrow,
+            }),
             compiled_ms: Some(1.5),
             compiled_pairs_ms: Some(vec![[1.5, 1.25]]),
             compiled_error: Some("did not start".into()),

@@ -10,6 +10,7 @@ import admits
 import outcomes
 import perf_parts
 import record
+import stopping
 import timing
 from gpu_errors import GuardError
 from copies import _copy, _kept, _returned, same_bits
@@ -384,7 +385,12 @@ class Session:
         sessions = 1
         if restart is not None and len(kernels) >= 2:
             sessions = max(1, min(pairs, perf.gpu_sessions if self.h.device == "cuda" else perf.sessions))
-        share = [pairs // sessions + (1 if s < pairs % sessions else 0) for s in range(sessions)]
+        # With a stop width, one pair a session from `sessions` sessions up to `pairs`, until
+        # the speedup's interval is narrow enough (stopping.py); else `pairs` over `sessions`.
+        adaptive = perf.stop_width > 0 and sessions > 1
+        least, most = sessions, (pairs if adaptive else sessions)
+        share = [1] * most if adaptive else [pairs // sessions + (1 if s < pairs % sessions else 0) for s in range(sessions)]
+        stop = None
         roles = [k.role for k in kernels]
         optional = [k.role for k in kernels if k.optional]
         state = []
@@ -398,7 +404,7 @@ class Session:
                 # (admits.py): nothing is timed, and the case says why.
                 case["error"] = f"{self.name(i)}: {why}: {admits.UNCREDITED[why]}"
             state.append({"case": case, "n": None, "graph": None, "times": {r: [] for r in roles}, "session": [], "dropped": {}})
-        for s in range(sessions):
+        for s in range(most):
             if s > 0:
                 try:
                     with self.parts.part("sessions"):
@@ -421,6 +427,11 @@ class Session:
                     # NotCapturable: a kernel captured while sized refuses a timed capture
                     # (in the session's fresh process, or at will): the case's failure.
                     st["case"]["error"] = self.failed(i, e)
+            if adaptive and s + 1 >= least:
+                stop = stopping.after_session(state, roles, least, most, s + 1, perf.stop_width)
+                if stop is not None:
+                    break
+        sessions = stop["sessions"] if stop else sessions
         cases, failed = [], False
         for st in state:
             case, times = st["case"], st["times"]
@@ -447,6 +458,8 @@ class Session:
                 if sessions > 1:
                     case["paired_by"] = "session"
                     case["pair_sessions"] = st["session"]
+                if stop is not None:
+                    case["stop"] = stop
             for role in optional:
                 if role in st["dropped"]:
                     case[f"{role}_error"] = st["dropped"][role]

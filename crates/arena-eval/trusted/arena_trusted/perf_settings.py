@@ -24,6 +24,10 @@ class PerfSettings:
     # The pairs spread over this many sessions of fresh kernel processes (CPU, GPU).
     sessions: int = 10
     gpu_sessions: int = 5
+    # Above 0: one pair a session, from the sessions above up to `pairs`, until the speedup's
+    # interval is no wider than this fraction of its median (stopping.py); 0: `pairs` pairs
+    # spread over the sessions above.
+    stop_width: float = 0.05
     # A batch's inputs written again, up to this many tries, where the device watch saw work
     # in the window they were written in (timing.py's Window.write_inputs).
     busy_tries: int = 3

@@ -14,6 +14,7 @@ CASE = {
     "pairs_ms": "array",
     "paired_by": "string",
     "pair_sessions": "array",
+    "stop": "object",
     "compiled_ms": "number",
     "compiled_pairs_ms": "array",
     "compiled_error": "string",

@@ -82,6 +82,21 @@ fn three_scripted_agents_and_drift_refusal() {
             CHEAP_PERF_PAIRS
         };
         assert_eq!(pairs, want, "{case}");
+        if r["trust"] == "trusted" {
+            // Where the evaluator stopped taking pairs (arena_trusted/stopping.py) reaches the
+            // result: one pair a session, here every one of the few it may take.
+            let stop = &case["stop"];
+            assert_eq!(stop["sessions"].as_u64(), Some(want as u64), "{case}");
+            assert!(
+                matches!(stop["reason"].as_str(), Some("narrow" | "cap")),
+                "{case}"
+            );
+            assert_eq!(
+                case["pair_sessions"].as_array().map(Vec::len),
+                Some(want),
+                "{case}"
+            );
+        }
     }
     let run: Value =
         serde_json::from_slice(&std::fs::read(tmp.join("optimize/run.json")).unwrap()).unwrap();
