@@ -183,7 +183,7 @@ fn a_class_entry_is_built_per_configuration_with_the_harness_seed() {
     );
     let s = score(&r);
     assert!(s.correct, "{r}");
-    assert!(common::tier::reads_untouched(s.speedup), "{r}");
+    assert!(common::tier::result_reads_untouched(s.speedup, &r), "{r}");
 
     // A cached output per input length: wrong on the next call's fresh inputs.
     let r = run(&tmp.join("cached.toml"), &tmp.join("cached"));

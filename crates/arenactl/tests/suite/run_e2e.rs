@@ -152,10 +152,11 @@ fn three_scripted_agents_and_drift_refusal() {
                 "fake timing got through: {c}"
             );
         }
-        // The real harness measured the same kernel: no speedup to speak of.
+        // The real harness measured the same kernel: no speedup to speak of (by the tier's
+        // bars, common::tier).
         let s = score(&r).speedup;
         assert!(
-            (0.5..2.0).contains(&s),
+            common::tier::self_reported_reads_untouched(s, &r),
             "speedup {s} from an untouched kernel: {r}"
         );
     }
@@ -390,7 +391,10 @@ fn an_untouched_kernel_is_measured_as_itself_on_every_sample_task() {
                 s.speedup
             );
         } else {
-            assert!(common::tier::reads_untouched(s.speedup), "{task}: {r}");
+            assert!(
+                common::tier::result_reads_untouched(s.speedup, r),
+                "{task}: {r}"
+            );
         }
         // A trusted evaluator's time outside its gates is named in the breakdown, and is part
         // of the evaluator containers' run time; a self-reported task has none.

@@ -26,6 +26,39 @@ pub fn reads_untouched(speedup: f64) -> bool {
     speedup > lo && speedup < hi
 }
 
+/// Whether a task result's candidate, which changed nothing (or whose attack is defended),
+/// reads as untouched: its speedup within [`untouched_range`]; or, on every push, not above
+/// that range's top in every one of its sessions (or rounds). A busy machine's load lands on
+/// one kernel's batches in a session or two (measured: an untouched prefix_sum read 2.29 over
+/// three sessions, 1.06, 2.54 and 2.37, beside a release build), while a kernel that fakes
+/// its speed, or whose defence is gone, gains in every one (the undefended zombie helper
+/// read 4.06, the timer attack 100× and more). The timing tier holds the speedup itself to
+/// the tight range.
+pub fn result_reads_untouched(speedup: f64, result: &serde_json::Value) -> bool {
+    if reads_untouched(speedup) {
+        return true;
+    }
+    if timing() || speedup <= untouched_range().0 {
+        return false;
+    }
+    let Ok(parsed) = arena_run::result::parse_result(result.clone()) else {
+        return false;
+    };
+    arena_report::stats::unit_ratios(&parsed.candidate.performance)
+        .is_some_and(|units| units.iter().any(|u| *u < untouched_range().1))
+}
+
+/// [`result_reads_untouched`] for a self-reported harness's result, or, on every push, no
+/// credit because arena's clock and the harness's disagreed (`cross_check` inconsistent): on a
+/// busy machine the performance command's wall time moves by more than the cross-check's
+/// tolerance (measured: an untouched sum_squares ran 413 ms slower than the original while
+/// its reports said 117 ms, beside a release build). Such a false alarm withholds credit, the
+/// safe direction; the timing tier allows none.
+pub fn self_reported_reads_untouched(speedup: f64, result: &serde_json::Value) -> bool {
+    result_reads_untouched(speedup, result)
+        || (!timing() && speedup == 0.0 && result["cross_check"]["verdict"] == "inconsistent")
+}
+
 /// How long past its deadline an agent with no client may run before the watchdog in its
 /// container ends it: the watchdog's 4 s and 1 s of polling in the timing tier, twice what is
 /// expected (`timeout_s` + 4 s) beyond the deadline on every push.
