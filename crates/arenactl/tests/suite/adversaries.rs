@@ -67,12 +67,6 @@ fn untouched_speed(r: &Value) {
     );
 }
 
-/// Never faster than untouched, by the tier's bar (common::tier::result_reads_untouched: on
-/// every push, not above it in every session).
-fn no_faster(s: f64, r: &Value) -> bool {
-    s < tier::untouched_range().1 || tier::result_reads_untouched(s, r)
-}
-
 /// Every file of the repository's tasks and agents (what the lockfile pins), with its mode.
 fn snapshot() -> Vec<(std::path::PathBuf, u32, Vec<u8>)> {
     use std::os::unix::fs::PermissionsExt;
@@ -180,7 +174,7 @@ fn a_kernel_cannot_reach_the_original_it_is_paired_with() {
         // The burners slow only the kernel that starts them: never faster than untouched.
         let r = result_of(&rs, task);
         let s = score(r);
-        assert!(s.correct && no_faster(s.speedup, r), "{task}: {r}");
+        assert!(s.correct && tier::no_faster(s.speedup, r), "{task}: {r}");
     }
     let r = result_of(&rs, SUM_SQUARES);
     assert!(
@@ -257,7 +251,7 @@ fn wrong_outputs_fail_correctness() {
         let r = result_of(&rs, PREFIX_SUM);
         let s = score(r);
         if s.correct && may_pass {
-            assert!(no_faster(s.speedup, r), "{name}: {r}");
+            assert!(tier::no_faster(s.speedup, r), "{name}: {r}");
         } else {
             assert!(!s.correct, "{name}: {r}");
             assert!(s.score <= 20.0, "{name}: {r}");
@@ -338,7 +332,7 @@ fn writes_stop_at_each_file_system_and_syscalls_are_filtered() {
         // evaluator, but inside the self-reported performance command, whose reports the
         // cross-check may then refuse. Either way, no gain.
         let s = score(r);
-        assert!(s.correct && no_faster(s.speedup, r), "{task}: {r}");
+        assert!(s.correct && tier::no_faster(s.speedup, r), "{task}: {r}");
         let kept = out
             .join("tasks")
             .join(task.replace('/', "__"))

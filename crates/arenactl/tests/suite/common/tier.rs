@@ -48,6 +48,13 @@ pub fn result_reads_untouched(speedup: f64, result: &serde_json::Value) -> bool 
         .is_some_and(|units| units.iter().any(|u| *u < untouched_range().1))
 }
 
+/// Whether a kernel whose attack should gain nothing (it may well lose) reads no faster than
+/// untouched: below [`untouched_range`]'s top, or on every push not above it in every session
+/// ([`result_reads_untouched`]).
+pub fn no_faster(speedup: f64, result: &serde_json::Value) -> bool {
+    speedup < untouched_range().1 || result_reads_untouched(speedup, result)
+}
+
 /// [`result_reads_untouched`] for a self-reported harness's result, or, on every push, no
 /// credit because arena's clock and the harness's disagreed (`cross_check` inconsistent): on a
 /// busy machine the performance command's wall time moves by more than the cross-check's
