@@ -29,10 +29,11 @@ pub struct RunRequest {
     /// Rounds of paired performance runs for self-reported harnesses (default 6; 0: the
     /// candidate timed alone, against the baseline evaluation, as AgentKernelArena does).
     pub perf_pairs: Option<u32>,
-    /// Pairs of timed batches per configuration in arena's trusted evaluator (default
-    /// [`arena_eval::trusted::PerfSettings`]' 10, spread over as many sessions of fresh
-    /// kernel processes as there are pairs, at most 10 on the CPU and 5 on a GPU). Fewer: a
-    /// cheaper, noisier measurement whose interval says so (smoke runs, CI).
+    /// Most pairs of timed batches per configuration in arena's trusted evaluator (default
+    /// [`arena_eval::trusted::PerfSettings`]' 10), one per session of fresh kernel processes,
+    /// stopping once the interval is narrow (`stop_width`) but not before 10 sessions on the
+    /// CPU or 5 on a GPU. Fewer: a cheaper, noisier measurement whose interval says so (smoke
+    /// runs, CI).
     pub trusted_pairs: Option<u32>,
     /// Outputs of each timed batch the trusted evaluator checks on a GPU, a secret sample
     /// (default [`arena_eval::trusted::PerfSettings`]' 64; 0: every one).

@@ -14,6 +14,8 @@ reading by steering the rule: the rule looks only at the interval's width, never
 lies, and a kernel that makes its own times noisy buys itself more sessions, not a higher
 median."""
 
+import statistics
+
 LEVEL = 0.95
 
 
@@ -39,12 +41,6 @@ def median_interval(xs, level=LEVEL):
     return v[k - 1], v[n - k]
 
 
-def _median(xs):
-    v = sorted(xs)
-    n = len(v)
-    return v[n // 2] if n % 2 else (v[n // 2 - 1] + v[n // 2]) / 2.0
-
-
 def session_ratios(cases):
     """Each session's speedup: `cases` is a list of (pairs, sessions) per case, `pairs` a list
     of (baseline, candidate) seconds and `sessions` the session of each; the mean over cases of
@@ -62,13 +58,13 @@ def session_ratios(cases):
         per_case.append(by)
     if not per_case or any(sorted(m) != sorted(per_case[0]) for m in per_case):
         return None
-    return [sum(_median(m[s]) for m in per_case) / len(per_case) for s in sorted(per_case[0])]
+    return [sum(statistics.median(m[s]) for m in per_case) / len(per_case) for s in sorted(per_case[0])]
 
 
 def width(ratios):
     """The interval's width as a fraction of the sessions' median speedup."""
     lo, hi = median_interval(ratios)
-    mid = _median(ratios)
+    mid = statistics.median(ratios)
     return (hi - lo) / mid if mid > 0 else float("inf")
 
 

@@ -32,10 +32,12 @@ pub struct EvalArgs {
     /// task's gate timeouts).
     #[arg(long, value_name = "SECONDS", value_parser = crate::arg_parse::positive_f64)]
     pub timeout: Option<f64>,
-    /// Pairs of timed batches per configuration, where arena's trusted evaluator measures
-    /// the task (default 10, over as many sessions of fresh kernel processes: at most 5 on a
-    /// GPU). Fewer is cheaper and noisier, and the interval widens to say so: for smoke runs
-    /// and adversary suites, not for numbers you publish. The result's cases hold every pair.
+    /// Most pairs of timed batches per configuration, where arena's trusted evaluator measures
+    /// the task (default 10), one per session of fresh kernel processes, stopping once the
+    /// speedup's interval is within 5 % of its median, but not before 10 sessions on the CPU
+    /// or 5 on a GPU. Fewer is cheaper and noisier, and the interval widens to say so: for smoke
+    /// runs and adversary suites, not for numbers you publish. The result's cases hold every
+    /// pair and where the pairs stopped.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=100))]
     pub trusted_pairs: Option<u32>,
     /// Outputs of each timed batch checked against the reference on a GPU, a secret sample

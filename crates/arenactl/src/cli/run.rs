@@ -78,10 +78,11 @@ pub struct RunArgs {
     /// Recorded with the run.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(0..=100))]
     pub perf_pairs: Option<u32>,
-    /// Pairs of timed batches per configuration for tasks arena's trusted evaluator measures
-    /// (default 10, spread over as many sessions of fresh kernel processes: at most 10 on the
-    /// CPU, 5 on a GPU). Fewer is cheaper and noisier, and the interval widens to say so: for
-    /// smoke runs, not for numbers you publish. Recorded with the run
+    /// Most pairs of timed batches per configuration for tasks arena's trusted evaluator
+    /// measures (default 10), one per session of fresh kernel processes, stopping once the
+    /// speedup's interval is within 5 % of its median, but not before 10 sessions on the CPU
+    /// or 5 on a GPU. Fewer is cheaper and noisier, and the interval widens to say so: for smoke
+    /// runs, not for numbers you publish. Recorded with the run
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=100))]
     pub trusted_pairs: Option<u32>,
     /// Outputs of each timed batch arena's trusted evaluator checks against the reference on
