@@ -90,19 +90,28 @@ impl Drop for HostDnat {
     }
 }
 
+/// Where an agent that waits for its release ([`agent`]) looks for it: a file the test writes
+/// into the task run's workspace (the agent's /workspace) on the host.
+const RELEASE: &str = ".release";
+
 /// An agent that tries every target and writes what happened to /workspace/net.json.
-/// `wait_s`: seconds it sleeps first.
+/// `wait`: it first waits (60 s at most) for the test to write [`RELEASE`] into its workspace
+/// ([`release`]), so that the test acts while the agent runs and before it probes.
 fn agent(
     dir: &Path,
     name: &str,
     network: &str,
     allow: &[String],
     targets: &Value,
-    wait_s: u32,
+    wait: bool,
 ) -> String {
     let script = format!(
-        r#"import json, socket, time
-time.sleep({wait_s})
+        r#"import json, os, socket, time
+release = "/workspace/{RELEASE}"
+deadline = time.time() + (60 if {wait} else 0)
+while not os.path.exists(release) and time.time() < deadline:
+    time.sleep(0.1)
+released = os.path.exists(release)
 targets = json.loads({targets:?})
 gw = None
 for line in open("/proc/net/route").read().splitlines()[1:]:
@@ -141,9 +150,11 @@ for name, t in targets.items():
         s.close()
     except Exception as e:
         out[name] = type(e).__name__ + ": " + str(e)
+out["released"] = released
 json.dump(out, open("/workspace/net.json", "w"))
 "#,
-        targets = targets.to_string()
+        targets = targets.to_string(),
+        wait = if wait { "True" } else { "False" },
     );
     let allow = if allow.is_empty() {
         String::new()
@@ -160,6 +171,15 @@ json.dump(out, open("/workspace/net.json", "w"))
     )
     .unwrap();
     file.display().to_string()
+}
+
+/// Lets a waiting agent ([`agent`]) of the run in `out` go on to probe.
+fn release(out: &Path) {
+    let ws = out
+        .join("tasks")
+        .join(PREFIX_SUM.replace('/', "__"))
+        .join("r0/workspace");
+    std::fs::write(ws.join(RELEASE), b"").unwrap();
 }
 
 fn outcome(out: &Path) -> Value {
@@ -228,7 +248,7 @@ fn agents_reach_the_outside_through_egress_and_nothing_of_the_host() {
     ];
     for (i, (network, allow, reaches)) in runs.into_iter().enumerate() {
         let name = format!("net-{network}-{i}");
-        let file = agent(tmp, &name, network, &allow, &targets, 0);
+        let file = agent(tmp, &name, network, &allow, &targets, false);
         let out = tmp.join(&name);
         d.run_on(&file, &[PREFIX_SUM], &out, &[]);
         let got = outcome(&out);
@@ -263,7 +283,7 @@ fn agents_reach_the_outside_through_egress_and_nothing_of_the_host() {
         "egress",
         &[format!("10.199.{n}.3")],
         &targets,
-        12,
+        true,
     );
     let out = tmp.join(name);
     let got = std::thread::scope(|s| {
@@ -316,10 +336,15 @@ fn agents_reach_the_outside_through_egress_and_nothing_of_the_host() {
             "0",
         )
         .unwrap();
+        release(&out);
         run.join().unwrap();
         outcome(&out)
     });
     eprintln!("{name}: {got}");
+    assert_eq!(
+        got["released"], true,
+        "{name}: the agent probed before the clean-up and IPv6 were done: {got}"
+    );
     assert_ne!(
         got["test_host"], "open",
         "{name}: another runner's clean-up lifted the allowlist: {got}"

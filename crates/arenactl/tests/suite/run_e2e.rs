@@ -47,9 +47,20 @@ fn three_scripted_agents_and_drift_refusal() {
     assert_eq!(report["state"], "done");
     let tasks = report["report"]["tasks"].as_array().unwrap();
     assert_eq!(tasks.len(), 3);
+    let optimized = results(&tmp.join("optimize"));
     for t in tasks {
         assert_eq!(t["correct"], true, "{t}");
         let s = t["speedup"].as_f64().unwrap();
+        // A self-reported task's cross-check may, on a busy machine, withhold the credit
+        // (common::tier::false_alarm); never a trusted one's.
+        let r = optimized
+            .iter()
+            .find(|r| r["task_id"] == t["task_id"])
+            .unwrap_or_else(|| panic!("no result for {t}"));
+        if common::tier::false_alarm(s, r) {
+            assert_eq!(r["trust"], "self_reported_cross_checked", "{r}");
+            continue;
+        }
         assert!(
             common::tier::reads_faster(s, 1.0),
             "optimized kernel not measured faster: {t}"
@@ -156,7 +167,7 @@ fn three_scripted_agents_and_drift_refusal() {
         // bars, common::tier).
         let s = score(&r).speedup;
         assert!(
-            common::tier::self_reported_reads_untouched(s, &r),
+            common::tier::result_reads_untouched(s, &r),
             "speedup {s} from an untouched kernel: {r}"
         );
     }

@@ -34,11 +34,24 @@ pub fn reads_untouched(speedup: f64) -> bool {
 /// its speed, or whose defence is gone, gains in every one (the undefended zombie helper
 /// read 4.06, the timer attack 100× and more). The timing tier holds the speedup itself to
 /// the tight range.
+///
+/// A self-reported harness's result may also, on every push, get no credit because arena's
+/// clock and the harness's disagreed (`cross_check` inconsistent, speedup 0): on a busy
+/// machine the performance command's wall time moves by more than the cross-check's
+/// tolerance (measured: an untouched sum_squares ran 413 ms slower than the original while
+/// its reports said 117 ms saved, and in CI 184 ms slower against 122 ms saved). Such a false
+/// alarm withholds credit, the safe direction; the timing tier allows none.
 pub fn result_reads_untouched(speedup: f64, result: &serde_json::Value) -> bool {
     if reads_untouched(speedup) {
         return true;
     }
-    if timing() || speedup <= untouched_range().0 {
+    if timing() {
+        return false;
+    }
+    if false_alarm(speedup, result) {
+        return true;
+    }
+    if speedup <= untouched_range().0 {
         return false;
     }
     let Ok(parsed) = arena_run::result::parse_result(result.clone()) else {
@@ -48,22 +61,19 @@ pub fn result_reads_untouched(speedup: f64, result: &serde_json::Value) -> bool 
         .is_some_and(|units| units.iter().any(|u| *u < untouched_range().1))
 }
 
+/// Whether a self-reported result got no credit (speedup 0) only because the cross-check of
+/// arena's clock against the harness's found them apart (`cross_check` inconsistent), which
+/// on every push a busy machine can cause for an honest kernel ([`result_reads_untouched`]);
+/// never in the timing tier.
+pub fn false_alarm(speedup: f64, result: &serde_json::Value) -> bool {
+    !timing() && speedup == 0.0 && result["cross_check"]["verdict"] == "inconsistent"
+}
+
 /// Whether a kernel whose attack should gain nothing (it may well lose) reads no faster than
 /// untouched: below [`untouched_range`]'s top, or on every push not above it in every session
 /// ([`result_reads_untouched`]).
 pub fn no_faster(speedup: f64, result: &serde_json::Value) -> bool {
     speedup < untouched_range().1 || result_reads_untouched(speedup, result)
-}
-
-/// [`result_reads_untouched`] for a self-reported harness's result, or, on every push, no
-/// credit because arena's clock and the harness's disagreed (`cross_check` inconsistent): on a
-/// busy machine the performance command's wall time moves by more than the cross-check's
-/// tolerance (measured: an untouched sum_squares ran 413 ms slower than the original while
-/// its reports said 117 ms, beside a release build). Such a false alarm withholds credit, the
-/// safe direction; the timing tier allows none.
-pub fn self_reported_reads_untouched(speedup: f64, result: &serde_json::Value) -> bool {
-    result_reads_untouched(speedup, result)
-        || (!timing() && speedup == 0.0 && result["cross_check"]["verdict"] == "inconsistent")
 }
 
 /// How long past its deadline an agent with no client may run before the watchdog in its
