@@ -24,7 +24,7 @@ pub use image::{ImageCommand, PruneArgs, RegistryArgs};
 pub use listen::Listen;
 pub use offline::OfflineCommand;
 pub use report::{CompareArgs, CompareFormat, ReportArgs, ReportFormat};
-pub use run::{Backend, RunArgs, RunnerArgs};
+pub use run::{Backend, RunArgs, RunnerAddr, RunnerArgs, AGENT_FLAGS};
 pub use runner::{Remote, RunnerCommand, DEFAULT_RUNNER};
 pub use task::{ImportFormat, TaskCommand};
 pub use unseen::{UnseenCommand, UnseenEvalArgs, UnseenGenerateArgs};
@@ -66,9 +66,20 @@ impl Cli {
     }
 }
 
-/// The whole command tree: the derived one with every subcommand's examples.
+/// The whole command tree: the derived one with every subcommand's examples, and the agent
+/// flags hidden where no agent runs.
 pub fn command() -> clap::Command {
+    let hide = |c: clap::Command| {
+        AGENT_FLAGS
+            .iter()
+            .fold(c, |c, id| c.mut_arg(*id, |a| a.hide(true)))
+    };
     examples::add(Cli::command())
+        .mut_subcommand("eval", hide)
+        .mut_subcommand("unseen", |u| {
+            u.mut_subcommand("generate", hide)
+                .mut_subcommand("eval", hide)
+        })
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

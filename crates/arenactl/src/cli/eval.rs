@@ -5,17 +5,11 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use super::{JsonFlag, RunnerArgs};
+use super::{JsonFlag, RunnerAddr, RunnerArgs};
 
-// No agent runs here: the agent flags of the runner a command starts are hidden (they still
-// parse, for scripts that pass the same runner flags everywhere).
+// No agent runs here: the agent flags of the runner a command starts are hidden
+// (cli::command, AGENT_FLAGS).
 #[derive(Debug, Args)]
-#[command(
-    mut_arg("agents_dir", |a| a.hide(true)),
-    mut_arg("agent_mount_roots", |a| a.hide(true)),
-    mut_arg("allow_host_network", |a| a.hide(true)),
-    mut_arg("workspace_size", |a| a.hide(true)),
-)]
 pub struct EvalArgs {
     /// The lockfile that pins the task and its image (read on the runner's machine).
     #[arg(long, value_name = "FILE")]
@@ -47,15 +41,8 @@ pub struct EvalArgs {
     /// A name for the request, echoed in the answer.
     #[arg(long, default_value = "", value_name = "NAME")]
     pub request_id: String,
-    /// A runner: unix:PATH or http://HOST:PORT (with --token-file); without it (and without
-    /// `runner` in the config file) a runner starts in-process (its evaluator is not kept
-    /// warm past this command).
-    #[arg(long, value_name = "ADDR", value_parser = crate::arg_parse::runner_addr)]
-    pub runner: Option<String>,
-    /// The bearer token for a runner over TCP (a file holding it; or
-    /// ARENA_RUNNER_TOKEN_FILE, or `token_file` of the config file).
-    #[arg(long, value_name = "FILE")]
-    pub token_file: Option<PathBuf>,
+    #[command(flatten)]
+    pub remote: RunnerAddr,
     #[command(flatten)]
     pub local: RunnerArgs,
     #[command(flatten)]

@@ -7,6 +7,30 @@ use clap::Args;
 use super::{ContainerdArgs, JsonFlag, StoreArgs};
 use crate::arg_parse;
 
+/// The flags of [`RunnerArgs`] that only agents use, by id: hidden from the commands that run
+/// no agent (cli::command), where they still parse for scripts that pass the same runner
+/// flags everywhere.
+pub const AGENT_FLAGS: [&str; 4] = [
+    "agents_dir",
+    "agent_mount_roots",
+    "allow_host_network",
+    "workspace_size",
+];
+
+/// Which runner carries the work out: another (--runner), or one this command starts.
+#[derive(Debug, Args, Clone)]
+pub struct RunnerAddr {
+    /// A runner: unix:PATH (its socket) or http://HOST:PORT (with --token-file); without it
+    /// (and without `runner` in the config file) a runner starts in-process on the local
+    /// containerd, and ends with this command. Paths are read on the runner's machine.
+    #[arg(long, value_name = "ADDR", value_parser = arg_parse::runner_addr)]
+    pub runner: Option<String>,
+    /// The bearer token for a runner over TCP (a file holding it; or
+    /// ARENA_RUNNER_TOKEN_FILE, or `token_file` of the config file).
+    #[arg(long, value_name = "FILE")]
+    pub token_file: Option<PathBuf>,
+}
+
 /// Which GPUs a local runner leases, and where agent files are found.
 #[derive(Debug, Args, Clone)]
 pub struct RunnerArgs {
@@ -55,15 +79,8 @@ pub struct RunArgs {
     /// directory resumes the run.
     #[arg(short = 'o', long, value_name = "DIR")]
     pub out: Option<PathBuf>,
-    /// A runner: unix:PATH (its socket) or http://HOST:PORT (with --token-file); without it
-    /// (and without `runner` in the config file) a runner starts in-process on the local
-    /// containerd. Paths are read on the runner's machine.
-    #[arg(long, value_name = "ADDR", value_parser = arg_parse::runner_addr)]
-    pub runner: Option<String>,
-    /// The bearer token for a runner over TCP (a file holding it; or
-    /// ARENA_RUNNER_TOKEN_FILE, or `token_file` of the config file).
-    #[arg(long, value_name = "FILE")]
-    pub token_file: Option<PathBuf>,
+    #[command(flatten)]
+    pub remote: RunnerAddr,
     /// A sealed hidden set of unseen configurations (its digest is recorded with the run).
     #[arg(long, value_name = "HIDDEN_DIR")]
     pub unseen: Option<PathBuf>,

@@ -107,3 +107,52 @@ fn plumbing_is_hidden_but_still_parses() {
         ])
         .unwrap();
 }
+
+#[test]
+fn agent_flags_are_hidden_where_no_agent_runs_but_still_parse() {
+    let mut cmd = super::command();
+    cmd.build();
+    let find = |path: &[&str]| {
+        path.iter()
+            .fold(cmd.clone(), |c, p| c.find_subcommand(p).unwrap().clone())
+    };
+    for (path, hidden) in [
+        (&["run"][..], false),
+        (&["eval"][..], true),
+        (&["unseen", "generate"][..], true),
+        (&["unseen", "eval"][..], true),
+    ] {
+        let sub = find(path);
+        for id in super::AGENT_FLAGS {
+            let a = sub
+                .get_arguments()
+                .find(|a| a.get_id() == id)
+                .unwrap_or_else(|| panic!("{path:?}: no {id}"));
+            assert_eq!(a.is_hide_set(), hidden, "{path:?}: {id}");
+        }
+    }
+    let parse = |words: &[&str]| super::command().try_get_matches_from(words);
+    parse(&[
+        "arenactl",
+        "eval",
+        "--image-lock",
+        "l.lock",
+        "--task",
+        "t",
+        "--candidate",
+        "k.py",
+        "--agents-dir",
+        "a",
+        "--allow-host-network",
+    ])
+    .unwrap();
+    // unseen generate takes a runner only for its probe.
+    let gen = [
+        "arenactl", "unseen", "generate", "d", "--seed", "1", "-o", "h",
+    ];
+    parse(&gen).unwrap();
+    let with_runner = [&gen[..], &["--runner", "unix:/r.sock"]].concat();
+    assert!(parse(&with_runner).is_err());
+    let probed = [&with_runner[..], &["--probe", "l.lock"]].concat();
+    parse(&probed).unwrap();
+}

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Subcommand};
 
-use super::{JsonFlag, RunnerArgs};
+use super::{JsonFlag, RunnerAddr, RunnerArgs};
 use crate::arg_parse;
 
 #[derive(Debug, Subcommand)]
@@ -24,14 +24,12 @@ pub enum UnseenCommand {
     Eval(Box<UnseenEvalArgs>),
 }
 
-// Agents do not run here: their flags are hidden (they still parse, for scripts that pass
-// the same runner flags everywhere).
+// Agents do not run here: their flags are hidden (cli::command, AGENT_FLAGS). A runner is
+// used only to probe.
 #[derive(Debug, Args)]
 #[command(
-    mut_arg("agents_dir", |a| a.hide(true)),
-    mut_arg("agent_mount_roots", |a| a.hide(true)),
-    mut_arg("allow_host_network", |a| a.hide(true)),
-    mut_arg("workspace_size", |a| a.hide(true)),
+    mut_arg("runner", |a| a.requires("probe")),
+    mut_arg("token_file", |a| a.requires("probe")),
 )]
 pub struct UnseenGenerateArgs {
     /// Task directories: the tasks at or below each get configurations (ids as
@@ -65,14 +63,8 @@ pub struct UnseenGenerateArgs {
     /// Rounds of generation and probing at most, for tasks left short of passing configurations.
     #[arg(long, default_value_t = 3, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=10))]
     pub probe_rounds: u32,
-    /// A runner for the probe: unix:PATH or http://HOST:PORT (with --token-file); without it
-    /// (and without `runner` in the config file) a runner starts in-process.
-    #[arg(long, value_name = "ADDR", requires = "probe", value_parser = arg_parse::runner_addr)]
-    pub runner: Option<String>,
-    /// The bearer token for a runner over TCP (a file holding it; or
-    /// ARENA_RUNNER_TOKEN_FILE, or `token_file` of the config file).
-    #[arg(long, value_name = "FILE", requires = "probe")]
-    pub token_file: Option<PathBuf>,
+    #[command(flatten)]
+    pub remote: RunnerAddr,
     #[command(flatten)]
     pub local: RunnerArgs,
     #[command(flatten)]
@@ -87,12 +79,6 @@ impl UnseenGenerateArgs {
 }
 
 #[derive(Debug, Args)]
-#[command(
-    mut_arg("agents_dir", |a| a.hide(true)),
-    mut_arg("agent_mount_roots", |a| a.hide(true)),
-    mut_arg("allow_host_network", |a| a.hide(true)),
-    mut_arg("workspace_size", |a| a.hide(true)),
-)]
 pub struct UnseenEvalArgs {
     /// The run directory of `arenactl run`.
     #[arg(value_name = "RUN_DIR")]
@@ -100,14 +86,8 @@ pub struct UnseenEvalArgs {
     /// The sealed hidden set.
     #[arg(long, value_name = "HIDDEN_DIR")]
     pub unseen: PathBuf,
-    /// A runner: unix:PATH (its socket) or http://HOST:PORT (with --token-file); without it
-    /// (and without `runner` in the config file) a runner starts in-process.
-    #[arg(long, value_name = "ADDR", value_parser = arg_parse::runner_addr)]
-    pub runner: Option<String>,
-    /// The bearer token for a runner over TCP (a file holding it; or
-    /// ARENA_RUNNER_TOKEN_FILE, or `token_file` of the config file).
-    #[arg(long, value_name = "FILE")]
-    pub token_file: Option<PathBuf>,
+    #[command(flatten)]
+    pub remote: RunnerAddr,
     #[command(flatten)]
     pub local: RunnerArgs,
     #[command(flatten)]

@@ -37,7 +37,7 @@ fn files(specs: &[String]) -> anyhow::Result<BTreeMap<String, Vec<u8>>> {
 }
 
 pub fn run(args: EvalArgs) -> anyhow::Result<Outcome> {
-    let (runner, token) = super::run::resolve(&args.runner, &args.token_file)?;
+    let (runner, token) = super::run::resolve(&args.remote.runner, &args.remote.token_file)?;
     if super::preflight::paths_are_local(&runner) {
         let lock = super::preflight::lockfile("--image-lock", &args.image_lock)?;
         let known = lock.images.iter().any(|r| {

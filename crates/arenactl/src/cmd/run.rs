@@ -82,7 +82,7 @@ async fn run_async(args: RunArgs) -> anyhow::Result<Outcome> {
         args.bundle.is_none(),
         "--bundle is for --backend slurm (jobs filling node-local stores); locally, `arenactl bundle import` it first"
     );
-    let (runner, token) = resolve(&args.runner, &args.token_file)?;
+    let (runner, token) = resolve(&args.remote.runner, &args.remote.token_file)?;
     let out = args.out.clone().unwrap_or_else(|| default_out(&args));
     preflight::run(&args, &runner, &out)?;
     let secrets = preflight::read_secrets(&args.secrets)?;
@@ -133,7 +133,7 @@ async fn run_async(args: RunArgs) -> anyhow::Result<Outcome> {
 
 /// `arenactl unseen eval RUN_DIR --unseen HIDDEN_DIR`.
 pub fn unseen_eval(args: crate::cli::UnseenEvalArgs) -> anyhow::Result<Outcome> {
-    let (runner, token) = resolve(&args.runner, &args.token_file)?;
+    let (runner, token) = resolve(&args.remote.runner, &args.remote.token_file)?;
     preflight::unseen_eval(&args, &runner)?;
     let run_dir = runner_path(&runner, &args.run_dir)?;
     let hidden_set = runner_path(&runner, &args.unseen)?;

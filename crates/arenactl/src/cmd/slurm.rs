@@ -17,7 +17,7 @@ use crate::cli::RunArgs;
 
 pub fn run(args: RunArgs) -> anyhow::Result<Outcome> {
     anyhow::ensure!(
-        args.runner.is_none(),
+        args.remote.runner.is_none(),
         "--runner and --backend slurm exclude each other: Slurm jobs run the runner on their nodes"
     );
     anyhow::ensure!(

@@ -40,7 +40,7 @@ pub(super) fn probed_set(
     args: &UnseenGenerateArgs,
 ) -> anyhow::Result<Manifest> {
     let lock = super::preflight::lockfile("--probe", lock_path)?;
-    let (runner, token) = super::run::resolve(&args.runner, &args.token_file)?;
+    let (runner, token) = super::run::resolve(&args.remote.runner, &args.remote.token_file)?;
     check_locked(tasks, &lock, lock_path)?;
     let lock_digest = arena_image::Digest::of_file(lock_path)
         .with_context(|| format!("reading {}", lock_path.display()))?
