@@ -33,7 +33,8 @@ pub fn reads_untouched(speedup: f64) -> bool {
 /// three sessions, 1.06, 2.54 and 2.37, beside a release build), while a kernel that fakes
 /// its speed, or whose defence is gone, gains in every one (the undefended zombie helper
 /// read 4.06, the timer attack 100× and more). The timing tier holds the speedup itself to
-/// the tight range.
+/// the tight range, or a self-timed harness's rounds to their interval holding 1
+/// ([`self_timed_interval_holds_one`]).
 ///
 /// A self-reported harness's result may also, on every push, get no credit because arena's
 /// clock and the harness's disagreed (`cross_check` inconsistent, speedup 0): on a busy
@@ -46,7 +47,7 @@ pub fn result_reads_untouched(speedup: f64, result: &serde_json::Value) -> bool 
         return true;
     }
     if timing() {
-        return false;
+        return self_timed_interval_holds_one(result);
     }
     if false_alarm(speedup, result) {
         return true;
@@ -59,6 +60,25 @@ pub fn result_reads_untouched(speedup: f64, result: &serde_json::Value) -> bool 
     };
     arena_report::stats::unit_ratios(&parsed.candidate.performance)
         .is_some_and(|units| units.iter().any(|u| *u < untouched_range().1))
+}
+
+/// In the timing tier, a self-timed harness's paired rounds are judged by their 99.8 %
+/// interval (ten rounds: their range) holding 1 rather than by the median against the fixed
+/// range: on this 2-core VM one run of sum_squares' own performance command reads up to 1.6×
+/// another on an idle machine (docs/benchmarks.md, "Timing precision: CPU"), and its untouched
+/// median read 1.306 once in the timing tier. A kernel that gains in earnest is faster in every
+/// round, and fails this as it fails the range. arena's trusted evaluator is held to the range.
+fn self_timed_interval_holds_one(result: &serde_json::Value) -> bool {
+    if result["trust"] == "trusted" {
+        return false;
+    }
+    let Ok(parsed) = arena_run::result::parse_result(result.clone()) else {
+        return false;
+    };
+    let cases = &parsed.candidate.performance;
+    arena_report::stats::unit_ratios(cases).is_some()
+        && arena_report::stats::speedup_interval_at(cases, 0.998)
+            .is_some_and(|(lo, hi)| lo <= 1.0 && 1.0 <= hi)
 }
 
 /// Whether a self-reported result got no credit (speedup 0) only because the cross-check of
