@@ -9,6 +9,9 @@
 # On a GPU host (ci/gpu/relock.sh): ARENA_BENCH_RECIPE=images/cuda-host.toml with
 # ARENA_HOST_ROOT=/, ARENA_BENCH_TASKS=DIR (the first N task folders directly below DIR instead
 # of N copies of matmul) and ARENA_BENCH_TYPE=triton2triton.
+# ARENA_BENCH_CONTAINERD=SOCKET also loads each lockfile into that containerd (`arenactl image
+# load`, a namespace per N): the first load, then the same load on a node that has it, beside
+# the floor of asking containerd about every image (`ctr images ls`).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 work=${1:-$(mktemp -d)}
@@ -26,8 +29,11 @@ fi
 store=$work/store
 secs() { python3 -c 'import sys,time; t=time.monotonic(); import subprocess; subprocess.run(sys.argv[1:], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL); print(f"{time.monotonic()-t:.3f}")' "$@"; }
 echo "arenactl: $ARENACTL; $(nproc) cores; store $store"
-printf '%6s %10s %10s %10s %10s | %10s %10s %10s\n' tasks lock_s relock_s verify_s sha256_s \
+sock=${ARENA_BENCH_CONTAINERD:-}
+printf '%6s %10s %10s %10s %10s | %10s %10s %10s' tasks lock_s relock_s verify_s sha256_s \
   "lock/task" "relock/t" "verify/t"
+[ -z "$sock" ] || printf ' | %10s %10s %10s %10s' load_s reload_s ctr_ls_s "reload/t"
+echo
 for n in $counts; do
   d=$work/n$n
   rm -rf "$d"; mkdir -p "$d/tasks/copies"
@@ -51,11 +57,22 @@ for n in $counts; do
   cmp -s "$d/bench.lock" "$d/first.lock" || { echo "relock changed the lockfile" >&2; exit 1; }
   verify=$(secs "$ARENACTL" image verify --image-lock "$d/bench.lock" --store "$store")
   floor=$(secs sh -c "find '$d/tasks' -type f -print0 | sort -z | xargs -0 cat | sha256sum")
-  python3 - "$n" "$first" "$again" "$verify" "$floor" <<'PY'
+  loads=()
+  if [ -n "$sock" ]; then
+    load=(image load --image-lock "$d/bench.lock" --store "$store" --containerd "$sock"
+          --namespace "arena-bench-$n")
+    loads=("$(secs "$ARENACTL" "${load[@]}")" "$(secs "$ARENACTL" "${load[@]}")"
+           "$(secs ctr -a "$sock" -n "arena-bench-$n" images ls -q)")
+  fi
+  python3 - "$n" "$first" "$again" "$verify" "$floor" "${loads[@]}" <<'PY'
 import sys
 n, *t = sys.argv[1:]
-n = int(n); first, again, verify, floor = map(float, t)
-print(f"{n:6d} {first:10.3f} {again:10.3f} {verify:10.3f} {floor:10.3f} | "
-      f"{1000*first/n:10.1f} {1000*again/n:10.1f} {1000*verify/n:10.1f}")
+n = int(n); first, again, verify, floor = map(float, t[:4])
+line = (f"{n:6d} {first:10.3f} {again:10.3f} {verify:10.3f} {floor:10.3f} | "
+        f"{1000*first/n:10.1f} {1000*again/n:10.1f} {1000*verify/n:10.1f}")
+if len(t) > 4:
+    load, reload, ls = map(float, t[4:])
+    line += f" | {load:10.3f} {reload:10.3f} {ls:10.3f} {1000*reload/n:10.1f}"
+print(line)
 PY
 done
