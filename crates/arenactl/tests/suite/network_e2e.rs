@@ -7,7 +7,7 @@
 use crate::common;
 
 use std::net::TcpListener;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
 use common::daemon::*;
@@ -173,20 +173,20 @@ json.dump(out, open("/workspace/net.json", "w"))
     file.display().to_string()
 }
 
+/// The task run's directory in the run directory `out` (its one task, its first repeat).
+fn task_run(out: &Path) -> PathBuf {
+    out.join("tasks")
+        .join(PREFIX_SUM.replace('/', "__"))
+        .join("r0")
+}
+
 /// Lets a waiting agent ([`agent`]) of the run in `out` go on to probe.
 fn release(out: &Path) {
-    let ws = out
-        .join("tasks")
-        .join(PREFIX_SUM.replace('/', "__"))
-        .join("r0/workspace");
-    std::fs::write(ws.join(RELEASE), b"").unwrap();
+    std::fs::write(task_run(out).join("workspace").join(RELEASE), b"").unwrap();
 }
 
 fn outcome(out: &Path) -> Value {
-    let p = out
-        .join("tasks")
-        .join(PREFIX_SUM.replace('/', "__"))
-        .join("r0/workspace.kept/net.json");
+    let p = task_run(out).join("workspace.kept/net.json");
     serde_json::from_slice(&std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display())))
         .unwrap()
 }
